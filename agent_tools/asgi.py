@@ -1,0 +1,2 @@
+def mount_mcp(django_app):
+    return django_app

@@ -1,0 +1,67 @@
+"""`Idempotency-Key` for every mutating REST call (and MCP tool, which dispatches into REST).
+
+The first request with a key reserves it (a unique row), runs, and stores its 2xx answer; a
+repeat gets the stored answer and changes nothing. A repeat while the first still runs gets 409;
+the same key on another path gets 422. Failed requests release the key so a corrected request
+can use it.
+"""
+
+from __future__ import annotations
+
+from django.db import IntegrityError, transaction
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+
+from instantstart.operations.audit import scrub
+from instantstart.operations.models import IdempotencyRecord
+
+from .errors import Conflict
+
+HEADER = "Idempotency-Key"
+MAX_KEY_LENGTH = 200
+SAFE = {"GET", "HEAD", "OPTIONS"}
+
+
+class Replay(Exception):
+    def __init__(self, record: IdempotencyRecord) -> None:
+        self.record = record
+
+
+class KeyReused(exceptions.APIException):
+    status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
+    default_code = "idempotency_key_reused"
+
+
+def reserve(request, team) -> IdempotencyRecord | None:
+    """Reserve the request's key, or raise Replay / Conflict / KeyReused. None without a key."""
+    key = request.headers.get(HEADER, "").strip()
+    if not key or request.method in SAFE:
+        return None
+    if len(key) > MAX_KEY_LENGTH:
+        raise exceptions.ValidationError({HEADER: [f"At most {MAX_KEY_LENGTH} characters."]})
+    try:
+        with transaction.atomic():
+            return IdempotencyRecord.objects.create(team=team, key=key, method=request.method, path=request.path)
+    except IntegrityError:
+        record = IdempotencyRecord.objects.get(team=team, key=key)
+    if (record.method, record.path) != (request.method, request.path):
+        raise KeyReused(f"This Idempotency-Key was already used for {record.method} {record.path}.")
+    if record.status_code is None:
+        raise Conflict("A request with this Idempotency-Key is still being processed.")
+    raise Replay(record)
+
+
+def complete(record: IdempotencyRecord, response: Response, redact: tuple[str, ...] = ()) -> None:
+    if 200 <= response.status_code < 300:
+        body = response.data
+        if redact and isinstance(body, dict):
+            body = {k: v for k, v in body.items() if k not in redact}
+        IdempotencyRecord.objects.filter(pk=record.pk).update(status_code=response.status_code, body=scrub(body))
+    else:
+        IdempotencyRecord.objects.filter(pk=record.pk).delete()
+
+
+def replay_response(record: IdempotencyRecord) -> Response:
+    response = Response(record.body, status=record.status_code)
+    response["Idempotent-Replayed"] = "true"
+    return response

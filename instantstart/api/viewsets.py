@@ -1,0 +1,63 @@
+"""Base viewsets: team scoping (another team's object is a 404), roles, idempotency."""
+
+from __future__ import annotations
+
+from rest_framework import viewsets
+
+from instantstart.tenancy.access import Access
+
+from . import idempotency
+
+
+class TeamScopedMixin:
+    """Scopes `queryset` to the caller's team and handles Idempotency-Key on writes.
+
+    Subclasses set `queryset`, `serializer_class` and, where a write needs more than the member
+    role, `action_roles = {"create": Role.ADMIN}`. Fields named in `idempotency_redact` are left
+    out of the stored answer (e.g. a token shown once).
+    """
+
+    team_field = "team"
+    idempotency_redact: tuple[str, ...] = ()
+
+    @property
+    def access(self) -> Access:
+        return self.request.auth
+
+    @property
+    def idempotency_key(self) -> str:
+        record = getattr(self, "_idempotency_record", None)
+        return record.key if record is not None else ""
+
+    def get_queryset(self):
+        return super().get_queryset().filter(**{self.team_field: self.access.team})
+
+    def initial(self, request, *args, **kwargs):
+        self._idempotency_record = None
+        super().initial(request, *args, **kwargs)
+        self._idempotency_record = idempotency.reserve(request, request.auth.team)
+
+    def handle_exception(self, exc):
+        if isinstance(exc, idempotency.Replay):
+            return idempotency.replay_response(exc.record)
+        return super().handle_exception(exc)
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        record = getattr(self, "_idempotency_record", None)
+        if record is not None:
+            idempotency.complete(record, response, self.idempotency_redact)
+            self._idempotency_record = None
+        return response
+
+
+class TeamViewSet(TeamScopedMixin, viewsets.GenericViewSet):
+    pass
+
+
+class TeamModelViewSet(TeamScopedMixin, viewsets.ModelViewSet):
+    pass
+
+
+class TeamReadOnlyViewSet(TeamScopedMixin, viewsets.ReadOnlyModelViewSet):
+    pass

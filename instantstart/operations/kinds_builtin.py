@@ -1,0 +1,65 @@
+"""`engine.selftest`: an operation kind that exercises the engine without touching any cloud.
+
+Operators can start it from the admin to check that workers, the broker and the sweep are alive;
+the engine tests and `bench/engine.py` drive it. Parameters:
+  waits            how many times the `wait` phase waits before it is done (default 2)
+  interval         seconds per wait (default 1)
+  call_seconds     simulated latency of one cloud call in the `work` phase (default 0)
+  fail_in          a phase name that fails while the counter file / param says so
+  transient        how many transient errors the `work` phase raises before succeeding
+"""
+
+from __future__ import annotations
+
+import time
+
+from instantstart.tenancy.roles import Role
+
+from .context import StepContext
+from .registry import OperationKind, Step, register
+from .results import Done, Fail, TransientError, Wait
+
+
+def _work(ctx: StepContext):
+    state = ctx.state
+    if state.get("transient_seen", 0) < int(ctx.params.get("transient", 0)):
+        ctx.record(transient_seen=state.get("transient_seen", 0) + 1)
+        raise TransientError("simulated throttling")
+    if "resource_id" not in state:
+        # Stands in for a slow create call whose id is recorded before any polling.
+        time.sleep(float(ctx.params.get("call_seconds", 0)))
+        ctx.record(resource_id=f"res-{ctx.operation.pk.hex[:8]}", creates=state.get("creates", 0) + 1)
+    if ctx.params.get("fail_in") == "work" and not ctx.params.get("fixed"):
+        return Fail("simulated failure in work", hint="Set fixed=true and retry.", code="SimulatedFailure")
+    return Done(f"created {ctx.state['resource_id']}")
+
+
+def _wait(ctx: StepContext):
+    polls = ctx.state.get("polls", 0)
+    if polls < int(ctx.params.get("waits", 2)):
+        ctx.record(polls=polls + 1)
+        return Wait(float(ctx.params.get("interval", 1)), f"waiting ({polls + 1})")
+    return Done(f"ready after {polls} polls")
+
+
+def _finish(ctx: StepContext):
+    from .models import Operation
+
+    fixed = Operation.objects.filter(pk=ctx.operation.pk).values_list("params", flat=True).first() or {}
+    if ctx.params.get("fail_in") == "finish" and not fixed.get("fixed"):
+        return Fail("simulated failure in finish", hint="Set fixed=true and retry.", code="SimulatedFailure")
+    return Done("finished")
+
+
+SELFTEST = register(
+    OperationKind(
+        name="engine.selftest",
+        title="Engine self-test",
+        role=Role.MEMBER,
+        steps=(
+            Step("work", _work, title="Create a simulated resource"),
+            Step("wait", _wait, title="Wait for it"),
+            Step("finish", _finish, title="Finish"),
+        ),
+    )
+)

@@ -1,0 +1,9 @@
+from django.urls import path
+
+from . import views
+
+app_name = "portal"
+
+urlpatterns = [
+    path("", views.dashboard, name="dashboard"),
+]

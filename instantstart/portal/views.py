@@ -1,0 +1,5 @@
+from django.http import HttpResponse
+
+
+def dashboard(request):
+    return HttpResponse("InstantStart")

@@ -1,0 +1,249 @@
+"""Django settings for InstantStart, read from environment variables.
+
+Three modes (INSTANTSTART_MODE):
+- ``standalone`` (default; ``make run``): SQLite under ``var/``, a file-system Celery broker under
+  ``var/``, an in-memory channel layer, the sandbox cloud. No external service.
+- ``production``: PostgreSQL from DATABASE_URL, Redis from REDIS_URL, SECRET_KEY required, no debug.
+- ``test`` (``make test``): PostgreSQL and Redis on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from .envvars import env_bool, env_choice, env_float, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+MODE = env_choice("INSTANTSTART_MODE", "standalone", ("standalone", "production", "test"))
+VAR_DIR = Path(env_str("INSTANTSTART_VAR_DIR", str(BASE_DIR / "var")))
+
+if MODE == "standalone":
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _standalone_secret_key() -> str:
+    # Kept on disk so sessions survive a restart of `make run`.
+    path = VAR_DIR / "secret_key"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+if MODE == "production":
+    SECRET_KEY = env_str("SECRET_KEY", required=True)
+    DEBUG = env_bool("DEBUG", False)
+    if DEBUG:
+        raise ImproperlyConfigured("DEBUG must be off in production mode")
+    ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", [])
+    if not ALLOWED_HOSTS:
+        raise ImproperlyConfigured("ALLOWED_HOSTS must be set in production mode")
+elif MODE == "test":
+    SECRET_KEY = "test-only-insecure-key"
+    DEBUG = False
+    ALLOWED_HOSTS = ["*"]
+else:
+    SECRET_KEY = env_str("SECRET_KEY") or _standalone_secret_key()
+    DEBUG = env_bool("DEBUG", True)
+    ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_htmx",
+    "instantstart.tenancy",
+    "instantstart.operations",
+    "instantstart.portal",
+    "agent_tools",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "instantstart.tenancy.middleware.CurrentTeamMiddleware",
+]
+
+ROOT_URLCONF = "instantstart.urls"
+ASGI_APPLICATION = "instantstart.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "instantstart.portal.context.portal",
+            ],
+        },
+    },
+]
+
+# --- database -------------------------------------------------------------------------------
+if MODE == "standalone" and not env_str("DATABASE_URL"):
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": VAR_DIR / "instantstart.sqlite3",
+            # The worker and the web server share the file: wait for locks instead of failing.
+            "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
+        }
+    }
+else:
+    default_url = "postgres://postgres@127.0.0.1:5432/instantstart" if MODE == "test" else None
+    url = env_str("DATABASE_URL", default_url, required=MODE == "production")
+    DATABASES = {"default": dj_database_url.parse(url, conn_max_age=env_int("DB_CONN_MAX_AGE", 0))}
+    if MODE == "test":
+        # Lets parallel checkouts (or a worker started by a test) use their own test database.
+        DATABASES["default"]["TEST"] = {"NAME": env_str("TEST_DATABASE_NAME", "test_instantstart")}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- broker, channel layer ------------------------------------------------------------------
+REDIS_URL = env_str(
+    "REDIS_URL",
+    "redis://127.0.0.1:6379/0" if MODE == "test" else None,
+    required=MODE == "production",
+)
+if REDIS_URL:
+    CELERY_BROKER_URL = REDIS_URL
+    CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}
+    }
+else:
+    # Standalone: a broker that is just folders, so web server and worker (separate processes of
+    # `make run`) share it with no service running.
+    BROKER_DIR = VAR_DIR / "broker"
+    for sub in ("queue", "processed"):
+        (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(BROKER_DIR / "queue"),
+        "data_folder_out": str(BROKER_DIR / "queue"),
+        "processed_folder": str(BROKER_DIR / "processed"),
+        "store_processed": False,
+    }
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "instantstart")
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 240, minimum=1)
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 300, minimum=1)
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# --- operations engine ----------------------------------------------------------------------
+OPERATIONS = {
+    # How long a worker holds an operation while running one step; an expired lease means the
+    # worker died and the sweep may hand the operation to another worker.
+    "LEASE_SECONDS": env_int("OPERATION_LEASE_SECONDS", 300, minimum=1),
+    "SWEEP_INTERVAL_SECONDS": env_float("OPERATION_SWEEP_INTERVAL", 15.0, minimum=0.05),
+    # Grace after an operation's wake-up time before the sweep considers its message lost.
+    "SWEEP_GRACE_SECONDS": env_float("OPERATION_SWEEP_GRACE", 30.0, minimum=0.0),
+    "TRANSIENT_RETRIES": env_int("OPERATION_TRANSIENT_RETRIES", 8, minimum=0),
+    "BACKOFF_BASE_SECONDS": env_float("OPERATION_BACKOFF_BASE", 2.0, minimum=0.0),
+    "BACKOFF_MAX_SECONDS": env_float("OPERATION_BACKOFF_MAX", 60.0, minimum=0.0),
+    "DEFAULT_POLL_SECONDS": env_float("OPERATION_POLL_SECONDS", 10.0, minimum=0.0),
+}
+CELERY_BEAT_SCHEDULE = {
+    "sweep-operations": {
+        "task": "instantstart.operations.tasks.sweep",
+        "schedule": OPERATIONS["SWEEP_INTERVAL_SECONDS"],
+    }
+}
+
+# --- cloud ----------------------------------------------------------------------------------
+# Where a sandbox team's AWS calls go. `make run` and the tests start the sandbox in process and
+# set this; a separately started `python -m sandbox` prints the value to use.
+SANDBOX_AWS_ENDPOINT = env_str("SANDBOX_AWS_ENDPOINT")
+SANDBOX_SPEEDUP = env_float("SANDBOX_SPEEDUP", 20.0, minimum=0.01)
+SANDBOX_STATE_DIR = env_str("SANDBOX_STATE_DIR", str(VAR_DIR / "sandbox"))
+AWS_DEFAULT_REGION = env_str("AWS_DEFAULT_REGION", "us-west-2")
+
+# --- auth, REST, OpenAPI --------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/login/"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "instantstart.tenancy.authentication.BearerTokenAuthentication",
+        "instantstart.tenancy.authentication.TeamSessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["instantstart.tenancy.permissions.TeamRolePermission"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "instantstart.api.errors.exception_handler",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 50,
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "InstantStart API",
+    "DESCRIPTION": "Teams' REST API: clusters, operations, audit. Authenticate with "
+    "`Authorization: Bearer <team token>`.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    # Swagger UI served from the installed sidecar package: no assets from the internet.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+}
+
+# --- MCP ------------------------------------------------------------------------------------
+MCP_READ_ONLY = env_bool("MCP_READ_ONLY", False)
+
+# --- i18n, static ---------------------------------------------------------------------------
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+STATIC_URL = "/static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "instantstart" / "static"]
+
+SESSION_COOKIE_SECURE = MODE == "production"
+CSRF_COOKIE_SECURE = MODE == "production"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"botocore": {"level": "WARNING"}, "urllib3": {"level": "WARNING"}},
+}

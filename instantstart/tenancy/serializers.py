@@ -1,0 +1,148 @@
+"""Validation of team settings, members and tokens — for REST, MCP and the portal alike."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import boto3
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+from rest_framework import serializers
+
+from .models import ApiToken, Cloud, Membership, Team
+from .roles import Role, role_at_least
+
+ROLE_ARN = re.compile(r"^arn:aws(-[a-z]+)*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
+EXTERNAL_ID = re.compile(r"^[\w+=,.@:/-]{2,1224}$")
+
+
+def known_regions() -> list[str]:
+    """Regions where SageMaker (hence HyperPod) is offered, from botocore's endpoint data."""
+    return sorted(boto3.session.Session().get_available_regions("sagemaker"))
+
+
+class TeamSerializer(serializers.ModelSerializer):
+    """Team and cloud settings. The external ID is write-only: only whether it is set shows."""
+
+    aws_external_id = serializers.CharField(write_only=True, required=False, allow_blank=True)
+    aws_external_id_set = serializers.SerializerMethodField()
+    sandbox_account_id = serializers.CharField(read_only=True)
+
+    class Meta:
+        model = Team
+        fields = [
+            "id", "slug", "name", "cloud", "aws_role_arn", "aws_external_id", "aws_external_id_set",
+            "default_region", "sandbox_account_id", "created_at",
+        ]
+        read_only_fields = ["id", "slug", "created_at"]
+
+    def get_aws_external_id_set(self, team: Team) -> bool:
+        return bool(team.aws_external_id)
+
+    def validate_aws_role_arn(self, value: str) -> str:
+        if value and not ROLE_ARN.match(value):
+            raise serializers.ValidationError(
+                "Give an IAM role ARN like arn:aws:iam::123456789012:role/InstantStartControlPlane."
+            )
+        return value
+
+    def validate_aws_external_id(self, value: str) -> str:
+        if value and not EXTERNAL_ID.match(value):
+            raise serializers.ValidationError(
+                "2 to 1224 characters: letters, digits and + = , . @ : / - _ only."
+            )
+        return value
+
+    def validate_default_region(self, value: str) -> str:
+        if value not in known_regions():
+            raise serializers.ValidationError(f"{value!r} is not an AWS region where SageMaker HyperPod is offered.")
+        return value
+
+    def validate(self, attrs: dict) -> dict:
+        cloud = attrs.get("cloud", getattr(self.instance, "cloud", Cloud.SANDBOX))
+        role_arn = attrs.get("aws_role_arn", getattr(self.instance, "aws_role_arn", ""))
+        external_id = attrs.get("aws_external_id", getattr(self.instance, "aws_external_id", ""))
+        if cloud == Cloud.AWS:
+            errors = {}
+            if not role_arn:
+                errors["aws_role_arn"] = ["Required when the cloud is AWS: the role InstantStart assumes."]
+            if not external_id:
+                errors["aws_external_id"] = ["Required when the cloud is AWS: set it in the role's trust policy too."]
+            if errors:
+                raise serializers.ValidationError(errors)
+        return attrs
+
+
+class MembershipSerializer(serializers.ModelSerializer):
+    username = serializers.CharField(source="user.username")
+
+    class Meta:
+        model = Membership
+        fields = ["id", "username", "role", "created_at"]
+        read_only_fields = ["id", "created_at"]
+
+    def validate_username(self, value: str):
+        if self.instance is not None and value != self.instance.user.username:
+            raise serializers.ValidationError("A membership's user cannot change; remove it and add another.")
+        return value
+
+    def validate(self, attrs: dict) -> dict:
+        if self.instance is None:
+            username = attrs["user"]["username"]
+            user = get_user_model().objects.filter(username=username, is_active=True).first()
+            if user is None:
+                raise serializers.ValidationError({"username": [f"No active user named {username!r}."]})
+            team = self.context["team"]
+            if Membership.objects.filter(team=team, user=user).exists():
+                raise serializers.ValidationError({"username": [f"{username} is already a member of this team."]})
+            attrs["user"] = user
+        else:
+            attrs.pop("user", None)
+        return attrs
+
+
+class ApiTokenSerializer(serializers.ModelSerializer):
+    """A token as listed: never its secret."""
+
+    username = serializers.CharField(source="user.username", read_only=True)
+    is_active = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = ApiToken
+        fields = [
+            "id", "name", "role", "prefix", "username", "created_at", "expires_at", "revoked_at",
+            "last_used_at", "is_active",
+        ]
+        read_only_fields = fields
+
+
+class ApiTokenCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=100)
+    role = serializers.ChoiceField(choices=Role.choices, default=Role.MEMBER)
+    expires_in_days = serializers.IntegerField(
+        min_value=1, max_value=3650, required=False, allow_null=True,
+        help_text="Days until the token expires; omit for a token that does not expire.",
+    )
+
+    def validate_role(self, value: str) -> str:
+        membership_role = self.context["membership_role"]
+        if not role_at_least(membership_role, value):
+            raise serializers.ValidationError(
+                f"A token cannot have more rights than its user: your role is {membership_role}."
+            )
+        return value
+
+    def validate(self, attrs: dict) -> dict:
+        days = attrs.pop("expires_in_days", None)
+        attrs["expires_at"] = timezone.now() + timedelta(days=days) if days else None
+        return attrs
+
+
+class WhoAmISerializer(serializers.Serializer):
+    username = serializers.CharField()
+    team = serializers.CharField()
+    team_name = serializers.CharField()
+    role = serializers.CharField()
+    via = serializers.CharField()
+    token = serializers.CharField(allow_null=True)

@@ -1,0 +1,196 @@
+"""Shared fixtures: three standing users per team (admin, member, viewer), an outsider team,
+token-authenticated API clients, and a real Celery worker process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from rest_framework.test import APIClient
+
+from instantstart.tenancy.models import Membership, Team
+from instantstart.tenancy.roles import Role
+from instantstart.tenancy.services import create_token, system_access
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def make_member(team: Team, username: str, role: str):
+    user = get_user_model().objects.create_user(username=username, password="pw-" + username + "-123")
+    Membership.objects.create(team=team, user=user, role=role)
+    return user
+
+
+def token_for(team: Team, user, role: str) -> str:
+    _, raw = create_token(access=system_access(team, user), user=user, name=f"{user.username}-token", role=role)
+    return raw
+
+
+def client_with(token: str | None) -> APIClient:
+    client = APIClient()
+    if token:
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    return client
+
+
+@pytest.fixture
+def team(db) -> Team:
+    return Team.objects.create(slug="acme", name="Acme ML")
+
+
+@pytest.fixture
+def other_team(db) -> Team:
+    return Team.objects.create(slug="globex", name="Globex")
+
+
+@pytest.fixture
+def admin_user(team):
+    return make_member(team, "alice", Role.ADMIN)
+
+
+@pytest.fixture
+def member_user(team):
+    return make_member(team, "bob", Role.MEMBER)
+
+
+@pytest.fixture
+def viewer_user(team):
+    return make_member(team, "carol", Role.VIEWER)
+
+
+@pytest.fixture
+def outsider_user(other_team):
+    return make_member(other_team, "mallory", Role.ADMIN)
+
+
+@pytest.fixture
+def admin_api(team, admin_user) -> APIClient:
+    return client_with(token_for(team, admin_user, Role.ADMIN))
+
+
+@pytest.fixture
+def member_api(team, member_user) -> APIClient:
+    return client_with(token_for(team, member_user, Role.MEMBER))
+
+
+@pytest.fixture
+def viewer_api(team, viewer_user) -> APIClient:
+    return client_with(token_for(team, viewer_user, Role.VIEWER))
+
+
+@pytest.fixture
+def outsider_api(other_team, outsider_user) -> APIClient:
+    return client_with(token_for(other_team, outsider_user, Role.ADMIN))
+
+
+@pytest.fixture
+def anonymous_api() -> APIClient:
+    return APIClient()
+
+
+# --- a real Celery worker ------------------------------------------------------------------
+
+
+class WorkerProcess:
+    """A `celery worker` subprocess on this test database and a queue of its own."""
+
+    def __init__(self, queue: str, extra_env: dict[str, str] | None = None) -> None:
+        self.queue = queue
+        self.extra_env = extra_env or {}
+        self.proc: subprocess.Popen | None = None
+        self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"worker-{queue}-{uuid.uuid4().hex[:6]}.log"
+
+    def env(self) -> dict[str, str]:
+        db = settings.DATABASES["default"]
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "instantstart.test_settings",
+            "INSTANTSTART_MODE": "test",
+            "DATABASE_URL": f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
+            "REDIS_URL": settings.REDIS_URL,
+            "CELERY_QUEUE": self.queue,
+            "OPERATION_LEASE_SECONDS": str(settings.OPERATIONS["LEASE_SECONDS"]),
+            "OPERATION_BACKOFF_BASE": str(settings.OPERATIONS["BACKOFF_BASE_SECONDS"]),
+            "OPERATION_BACKOFF_MAX": str(settings.OPERATIONS["BACKOFF_MAX_SECONDS"]),
+            "OPERATION_POLL_SECONDS": str(settings.OPERATIONS["DEFAULT_POLL_SECONDS"]),
+            "OPERATION_SWEEP_GRACE": str(settings.OPERATIONS["SWEEP_GRACE_SECONDS"]),
+            "SANDBOX_AWS_ENDPOINT": settings.SANDBOX_AWS_ENDPOINT or "",
+        }
+        env.update(self.extra_env)
+        return env
+
+    def start(self) -> WorkerProcess:
+        log = open(self.log_path, "w")  # noqa: SIM115 - kept open for the process's life
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "instantstart", "worker", "-Q", self.queue,
+             "--pool", "solo", "--loglevel", "INFO", "--without-gossip", "--without-mingle",
+             "--hostname", f"test-{self.queue}@%h"],
+            cwd=ROOT, env=self.env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if "ready." in self.log_path.read_text():
+                return self
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"worker exited: {self.log_path.read_text()[-3000:]}")
+            time.sleep(0.1)
+        raise RuntimeError(f"worker did not start: {self.log_path.read_text()[-3000:]}")
+
+    def kill(self) -> None:
+        """SIGKILL, like an OOM kill or a lost node: no cleanup runs."""
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+
+@pytest.fixture
+def worker_queue(settings) -> str:
+    """A queue of this test's own, so no other run's messages reach its worker."""
+    queue = f"test-{uuid.uuid4().hex[:10]}"
+    settings.CELERY_TASK_DEFAULT_QUEUE = queue
+    yield queue
+
+
+@pytest.fixture
+def start_worker(transactional_db, worker_queue):
+    """Start real worker processes (call it; it returns the WorkerProcess). Stopped afterwards."""
+    workers: list[WorkerProcess] = []
+
+    def start(**extra_env: str) -> WorkerProcess:
+        worker = WorkerProcess(worker_queue, extra_env).start()
+        workers.append(worker)
+        return worker
+
+    yield start
+    for worker in workers:
+        worker.stop()
+
+
+def wait_until(predicate, timeout: float = 30.0, interval: float = 0.1, message: str = "condition"):
+    """Poll ``predicate`` until it returns a truthy value; fail the test after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {message}")
