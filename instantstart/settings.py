@@ -72,6 +72,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files (portal CSS, vendored htmx, Swagger UI) from the app itself in every mode.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -233,8 +235,12 @@ TIME_ZONE = "UTC"
 USE_I18N = False
 USE_TZ = True
 STATIC_URL = "/static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+# `collectstatic` target in production; elsewhere WhiteNoise serves from the finders.
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles"))) if MODE == "production" else None
 STATICFILES_DIRS = [BASE_DIR / "instantstart" / "static"]
+# Without `collectstatic` (standalone, tests) WhiteNoise serves straight from the finders.
+WHITENOISE_USE_FINDERS = MODE != "production"
+WHITENOISE_AUTOREFRESH = MODE == "standalone"
 
 SESSION_COOKIE_SECURE = MODE == "production"
 CSRF_COOKIE_SECURE = MODE == "production"

@@ -7,6 +7,8 @@ the engine tests and `bench/engine.py` drive it. Parameters:
   call_seconds     simulated latency of one cloud call in the `work` phase (default 0)
   fail_in          a phase name that fails while the counter file / param says so
   transient        how many transient errors the `work` phase raises before succeeding
+  journal          a file the `work` phase appends "start"/"created" lines to (tests count the
+                   simulated cloud calls there, as they count AWS calls on the sandbox side)
 """
 
 from __future__ import annotations
@@ -27,11 +29,20 @@ def _work(ctx: StepContext):
         raise TransientError("simulated throttling")
     if "resource_id" not in state:
         # Stands in for a slow create call whose id is recorded before any polling.
+        _journal(ctx, "start")
         time.sleep(float(ctx.params.get("call_seconds", 0)))
         ctx.record(resource_id=f"res-{ctx.operation.pk.hex[:8]}", creates=state.get("creates", 0) + 1)
+        _journal(ctx, "created")
     if ctx.params.get("fail_in") == "work" and not ctx.params.get("fixed"):
         return Fail("simulated failure in work", hint="Set fixed=true and retry.", code="SimulatedFailure")
     return Done(f"created {ctx.state['resource_id']}")
+
+
+def _journal(ctx: StepContext, line: str) -> None:
+    path = ctx.params.get("journal")
+    if path:
+        with open(path, "a") as journal:
+            journal.write(f"{line}\n")
 
 
 def _wait(ctx: StepContext):

@@ -1,3 +1,4 @@
+from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from . import views
@@ -5,5 +6,27 @@ from . import views
 app_name = "portal"
 
 urlpatterns = [
+    path(
+        "login/",
+        auth_views.LoginView.as_view(template_name="portal/login.html", redirect_authenticated_user=True),
+        name="login",
+    ),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", views.dashboard, name="dashboard"),
+    path("team/switch/", views.switch_team, name="switch_team"),
+    path("clusters/", views.coming_soon, {"area": "clusters"}, name="clusters"),
+    path("jobs/", views.coming_soon, {"area": "jobs"}, name="jobs"),
+    path("endpoints/", views.coming_soon, {"area": "endpoints"}, name="endpoints"),
+    path("operations/", views.operation_list, name="operations"),
+    path("operations/<uuid:op_id>/", views.operation_detail, name="operation"),
+    path("operations/<uuid:op_id>/retry/", views.operation_retry, name="operation_retry"),
+    path("operations/<uuid:op_id>/cancel/", views.operation_cancel, name="operation_cancel"),
+    path("audit/", views.audit_list, name="audit"),
+    path("team/", views.team_page, name="team"),
+    path("team/settings/", views.team_settings, name="team_settings"),
+    path("team/members/", views.member_add, name="member_add"),
+    path("team/members/<int:membership_id>/role/", views.member_role, name="member_role"),
+    path("team/members/<int:membership_id>/remove/", views.member_remove, name="member_remove"),
+    path("team/tokens/", views.token_create, name="token_create"),
+    path("team/tokens/<uuid:token_id>/revoke/", views.token_revoke, name="token_revoke"),
 ]

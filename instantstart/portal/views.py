@@ -1,5 +1,359 @@
-from django.http import HttpResponse
+"""Portal pages: thin views over the same serializers and services as the REST API."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.db.models import Count, Q
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import Resolver404, resolve
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
+
+from instantstart.operations.models import ACTIVE, AuditEvent, Operation, OperationStatus
+from instantstart.operations.registry import all_kinds, get_kind
+from instantstart.operations.serializers import OperationFilterSerializer
+from instantstart.operations.services import OperationStateError, cancel_operation, retry_operation
+from instantstart.tenancy.models import ApiToken, Cloud, Membership, Team
+from instantstart.tenancy.roles import Role
+from instantstart.tenancy.serializers import (
+    ApiTokenCreateSerializer,
+    MembershipSerializer,
+    TeamSerializer,
+    known_regions,
+)
+from instantstart.tenancy.services import (
+    LastAdminError,
+    add_member,
+    change_member_role,
+    create_token,
+    remove_member,
+    revoke_token,
+    update_team,
+)
+from instantstart.tenancy.teams import SESSION_TEAM_KEY
+
+from .guards import team_required
+from .partials import render_page_or_partial
+
+OPERATIONS_PER_PAGE = 25
+AUDIT_PER_PAGE = 50
+# The raw secret of a token just created waits here for the one page render that shows it.
+NEW_TOKEN_SESSION_KEY = "instantstart.portal.new_token"
+
+COMING_SOON = {
+    "clusters": (
+        "Clusters",
+        "Clusters arrive with the next release: create an EKS cluster with HyperPod instance groups, "
+        "check quotas and availability zones first, and follow every step here.",
+    ),
+    "jobs": (
+        "Jobs",
+        "Training jobs arrive with the next release: HyperPodPyTorchJob and RayJob submissions with "
+        "live logs, on the team's clusters.",
+    ),
+    "endpoints": (
+        "Endpoints",
+        "Inference endpoints arrive with the next release: managed and self-managed endpoints with "
+        "model downloads and autoscaling.",
+    ),
+}
 
 
+# --- team switcher ------------------------------------------------------------------------------
+
+
+def _safe_next(request, url: str | None) -> str | None:
+    """``url`` when it is a local page that does not name an object of the previous team."""
+    if not url or not url_has_allowed_host_and_scheme(url, allowed_hosts={request.get_host()}):
+        return None
+    try:
+        match = resolve(url)
+    except Resolver404:
+        return None
+    return None if match.captured_kwargs else url
+
+
+@login_required
+@require_POST
+def switch_team(request):
+    """Make another of the user's teams the current one; a team they are not in is a 404."""
+    try:
+        team_id = uuid.UUID(request.POST.get("team", ""))
+    except ValueError:
+        raise Http404("No such team.") from None
+    membership = get_object_or_404(Membership.objects.select_related("team"), user=request.user, team_id=team_id)
+    request.session[SESSION_TEAM_KEY] = str(membership.team_id)
+    messages.success(request, f"You are now working in {membership.team.name}.")
+    return redirect(_safe_next(request, request.POST.get("next")) or "portal:dashboard")
+
+
+# --- dashboard and the areas still to come ------------------------------------------------------
+
+
+@team_required
 def dashboard(request):
-    return HttpResponse("InstantStart")
+    access = request.access
+    operations = Operation.objects.visible_to(access)
+    counts = operations.aggregate(
+        active=Count("pk", filter=Q(status__in=ACTIVE)),
+        failed=Count("pk", filter=Q(status=OperationStatus.FAILED)),
+        succeeded=Count("pk", filter=Q(status=OperationStatus.SUCCEEDED)),
+    )
+    context = {
+        "section": "dashboard",
+        "counts": counts,
+        "members": Membership.objects.filter(team=access.team).count(),
+        "tokens": ApiToken.objects.filter(team=access.team).active().count(),
+        "recent": operations.select_related("requested_by")[:10],
+    }
+    return render(request, "portal/dashboard.html", context)
+
+
+@team_required
+def coming_soon(request, area: str):
+    title, text = COMING_SOON[area]
+    return render(request, "portal/coming_soon.html", {"section": area, "title": title, "text": text})
+
+
+# --- operations ---------------------------------------------------------------------------------
+
+
+def _kind_or_none(name: str):
+    try:
+        return get_kind(name)
+    except KeyError:
+        return None
+
+
+def _operation_for(request, op_id) -> Operation:
+    """The operation when it belongs to the current team; another team's is a 404."""
+    queryset = Operation.objects.visible_to(request.access).select_related("requested_by")
+    return get_object_or_404(queryset, pk=op_id)
+
+
+def _may_act_on(access, operation: Operation) -> bool:
+    """The REST rule: retry and cancel need the role of the operation's kind."""
+    kind = _kind_or_none(operation.kind)
+    return kind is not None and access.can(kind.role)
+
+
+@team_required
+def operation_list(request):
+    filters_in = {key: request.GET[key] for key in ("status", "kind") if request.GET.get(key)}
+    filters = OperationFilterSerializer(data=filters_in)
+    queryset = Operation.objects.visible_to(request.access).select_related("requested_by")
+    if filters.is_valid():
+        queryset = queryset.filter(**filters.validated_data)
+    team_kinds = set(Operation.objects.visible_to(request.access).values_list("kind", flat=True).distinct())
+    kinds = sorted(team_kinds | {kind.name for kind in all_kinds()})
+    context = {
+        "section": "operations",
+        "page": Paginator(queryset, OPERATIONS_PER_PAGE).get_page(request.GET.get("page")),
+        "filters": filters_in,
+        "filter_errors": filters.errors if filters_in and not filters.is_valid() else {},
+        "statuses": OperationStatus.choices,
+        "kinds": kinds,
+    }
+    return render(request, "operations/list.html", context)
+
+
+def _panel_context(request, operation: Operation) -> dict:
+    kind = _kind_or_none(operation.kind)
+    steps = {step.name: step.title or step.name for step in kind.steps} if kind else {}
+    may_act = _may_act_on(request.access, operation)
+    return {
+        "section": "operations",
+        "operation": operation,
+        "kind_title": (kind.title if kind else "") or operation.kind,
+        "phases": [(phase, steps.get(phase.name, phase.name)) for phase in operation.phases.order_by("index")],
+        "show_retry": may_act and operation.can_retry,
+        "show_cancel": may_act and operation.can_cancel and not operation.cancel_requested,
+    }
+
+
+@team_required
+def operation_detail(request, op_id):
+    """The operation page; its progress panel alone when htmx polls for it."""
+    operation = _operation_for(request, op_id)
+    return render_page_or_partial(
+        request, "operations/detail.html", "operations/_panel.html", _panel_context(request, operation)
+    )
+
+
+def _operation_action(request, op_id, service, done_message: str):
+    operation = _operation_for(request, op_id)
+    if not _may_act_on(request.access, operation):
+        needed = _kind_or_none(operation.kind)
+        raise PermissionDenied(
+            f"This operation needs the {needed.role if needed else 'admin'} role; yours is {request.access.role}."
+        )
+    try:
+        service(access=request.access, operation=operation)
+    except OperationStateError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, done_message)
+    return redirect("portal:operation", op_id=operation.pk)
+
+
+@team_required
+@require_POST
+def operation_retry(request, op_id):
+    return _operation_action(request, op_id, retry_operation, "Retrying: the operation resumes at the phase that stopped.")
+
+
+@team_required
+@require_POST
+def operation_cancel(request, op_id):
+    return _operation_action(
+        request, op_id, cancel_operation, "Cancel requested: the operation stops after its current step."
+    )
+
+
+# --- audit --------------------------------------------------------------------------------------
+
+
+@team_required(role=Role.ADMIN)
+def audit_list(request):
+    events = AuditEvent.objects.filter(team=request.access.team).select_related("actor", "token")
+    page = Paginator(events, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "audit/list.html", {"section": "audit", "page": page})
+
+
+# --- team, members and tokens -------------------------------------------------------------------
+
+SETTINGS_FIELDS = ("name", "cloud", "aws_role_arn", "aws_external_id", "default_region")
+
+
+def _settings_values(team) -> dict:
+    return {field: getattr(team, field) for field in SETTINGS_FIELDS if field != "aws_external_id"}
+
+
+def _render_team(request, *, status: int = 200, settings_form=None, member_form=None, token_form=None):
+    access = request.access
+    team = access.team
+    is_admin = access.can(Role.ADMIN)
+    context = {
+        "section": "team",
+        "team": team,
+        "external_id_set": bool(team.aws_external_id),
+        "clouds": Cloud.choices,
+        "regions": known_regions(),
+        "roles": Role.choices,
+        "settings_form": settings_form or {"values": _settings_values(team), "errors": {}},
+        "member_form": member_form or {"values": {"role": Role.MEMBER}, "errors": {}},
+        "token_form": token_form or {"values": {"role": Role.MEMBER}, "errors": {}},
+        "memberships": Membership.objects.filter(team=team).select_related("user").order_by("user__username"),
+        "tokens": ApiToken.objects.filter(team=team).select_related("user") if is_admin else None,
+        # Shown on this render only: popping it means a reload no longer has it.
+        "new_token": request.session.pop(NEW_TOKEN_SESSION_KEY, None) if is_admin else None,
+    }
+    return render(request, "team/page.html", context, status=status)
+
+
+@team_required
+def team_page(request):
+    return _render_team(request)
+
+
+@team_required(role=Role.ADMIN)
+@require_POST
+def team_settings(request):
+    """Save the team's settings; only the fields whose value changed reach the service."""
+    team = request.access.team
+    data = {field: request.POST[field].strip() for field in SETTINGS_FIELDS if field in request.POST}
+    if not data.get("aws_external_id"):
+        # Write-only: an empty box keeps the stored value unless the user asks to clear it.
+        data.pop("aws_external_id", None)
+        if request.POST.get("clear_external_id"):
+            data["aws_external_id"] = ""
+    serializer = TeamSerializer(team, data=data, partial=True)
+    if not serializer.is_valid():
+        values = {key: value for key, value in data.items() if key != "aws_external_id"}
+        return _render_team(request, status=400, settings_form={"values": values, "errors": serializer.errors})
+    changes = {key: value for key, value in serializer.validated_data.items() if getattr(team, key) != value}
+    if changes:
+        update_team(access=request.access, team=team, changes=changes)
+        labels = ", ".join(str(Team._meta.get_field(key).verbose_name) for key in changes)
+        messages.success(request, f"Team settings saved ({labels}).")
+    else:
+        messages.info(request, "Nothing changed: the settings already had these values.")
+    return redirect("portal:team")
+
+
+@team_required(role=Role.ADMIN)
+@require_POST
+def member_add(request):
+    data = {"username": request.POST.get("username", "").strip(), "role": request.POST.get("role", "")}
+    serializer = MembershipSerializer(data=data, context={"team": request.access.team})
+    if not serializer.is_valid():
+        return _render_team(request, status=400, member_form={"values": data, "errors": serializer.errors})
+    user = serializer.validated_data["user"]
+    add_member(access=request.access, user=user, role=serializer.validated_data.get("role", Role.MEMBER))
+    messages.success(request, f"{user.username} joined {request.access.team.name}.")
+    return redirect("portal:team")
+
+
+def _membership_for(request, membership_id: int) -> Membership:
+    return get_object_or_404(Membership.objects.select_related("user"), team=request.access.team, pk=membership_id)
+
+
+@team_required(role=Role.ADMIN)
+@require_POST
+def member_role(request, membership_id: int):
+    membership = _membership_for(request, membership_id)
+    serializer = MembershipSerializer(membership, data={"role": request.POST.get("role", "")}, partial=True)
+    if not serializer.is_valid():
+        messages.error(request, "; ".join(str(err) for errs in serializer.errors.values() for err in errs))
+        return redirect("portal:team")
+    role = serializer.validated_data.get("role", membership.role)
+    try:
+        change_member_role(access=request.access, membership=membership, role=role)
+    except LastAdminError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"{membership.user.username} is now {Role(role).label.lower()}.")
+    return redirect("portal:team")
+
+
+@team_required(role=Role.ADMIN)
+@require_POST
+def member_remove(request, membership_id: int):
+    membership = _membership_for(request, membership_id)
+    username = membership.user.username
+    try:
+        remove_member(access=request.access, membership=membership)
+    except LastAdminError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"{username} was removed from {request.access.team.name}.")
+    return redirect("portal:team")
+
+
+@team_required(role=Role.ADMIN)
+@require_POST
+def token_create(request):
+    data = {key: request.POST.get(key, "").strip() for key in ("name", "role", "expires_in_days")}
+    payload = {key: value for key, value in data.items() if value}
+    serializer = ApiTokenCreateSerializer(data=payload, context={"membership_role": request.access.role})
+    if not serializer.is_valid():
+        return _render_team(request, status=400, token_form={"values": data, "errors": serializer.errors})
+    token, raw = create_token(access=request.access, user=request.user, **serializer.validated_data)
+    request.session[NEW_TOKEN_SESSION_KEY] = {"id": str(token.pk), "name": token.name, "secret": raw}
+    messages.success(request, f"Token {token.name} created. Copy it now: it is shown only once.")
+    return redirect("portal:team")
+
+
+@team_required(role=Role.ADMIN)
+@require_POST
+def token_revoke(request, token_id):
+    token = get_object_or_404(ApiToken, team=request.access.team, pk=token_id)
+    revoke_token(access=request.access, token=token)
+    messages.success(request, f"Token {token.name} ({token.prefix}…) is revoked.")
+    return redirect("portal:team")

@@ -1,0 +1,34 @@
+# InstantStart — `make run` starts the portal on the sandbox; `make test` runs the whole suite.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PORT ?= 3099
+STAMP := $(VENV)/.installed
+
+.PHONY: install run test lint format bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -U pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## run: the portal at http://127.0.0.1:$(PORT) with worker, sweep and sandbox (Ctrl-C stops all)
+run: install
+	$(PY) -m instantstart.standalone --port $(PORT)
+
+## test: the whole suite on PostgreSQL + Redis at 127.0.0.1 (pytest exits non-zero when no test ran)
+test: install
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+bench: install
+	INSTANTSTART_MODE=test DJANGO_SETTINGS_MODULE=instantstart.test_settings $(PY) bench/engine.py
+	$(PY) bench/sandbox.py
+
+clean:
+	rm -rf var .pytest_cache

@@ -1,0 +1,37 @@
+"""Who may open a portal page: a logged-in user, with a current team, with at least a role."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import render
+
+from instantstart.tenancy.roles import Role
+
+
+def team_required(view: Callable | None = None, *, role: str = Role.VIEWER):
+    """Require login and a team; a user without a team gets a page that says so.
+
+    ``request.access`` is the lazily resolved current team membership (CurrentTeamMiddleware);
+    a role below ``role`` is a 403 that names the role needed.
+    """
+
+    def decorator(view: Callable) -> Callable:
+        @wraps(view)
+        def wrapped(request, *args, **kwargs):
+            access = request.access
+            if not access:
+                return render(request, "portal/no_team.html", {"section": None})
+            if not access.can(role):
+                raise PermissionDenied(
+                    f"This needs the {Role(role).label.lower()} role in {access.team.name}; "
+                    f"yours is {Role(access.role).label.lower()}."
+                )
+            return view(request, *args, **kwargs)
+
+        return login_required(wrapped)
+
+    return decorator(view) if view is not None else decorator

@@ -1,0 +1,87 @@
+"""In a real browser: log in, open an operation and watch its panel follow a real worker to the end."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from instantstart.operations.models import Operation, OperationStatus
+from instantstart.operations.services import start_operation
+from instantstart.tenancy.access import Access, Via
+from instantstart.tenancy.roles import Role
+
+# Playwright's sync API runs an event loop in this thread; the ORM calls made here between browser
+# steps are ordinary synchronous ones.
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.worker,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"Debian chromium is not installed at {CHROMIUM}"),
+]
+
+
+@pytest.fixture
+def browser_page():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        page = browser.new_page(viewport={"width": 1280, "height": 860})
+        yield page
+        browser.close()
+
+
+def screenshot(page, name: str, tmp_path: Path) -> None:
+    """Kept with the test's files; also written to PORTAL_SCREENSHOT_DIR when set (to look at)."""
+    page.screenshot(path=str(tmp_path / name), full_page=True)
+    target = os.environ.get("PORTAL_SCREENSHOT_DIR")
+    if target:
+        Path(target).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(target) / name), full_page=True)
+
+
+def test_operation_panel_follows_a_real_worker(live_server, settings, start_worker, team, admin_user,
+                                               browser_page, tmp_path):
+    from playwright.sync_api import expect
+
+    settings.OPERATIONS = {**settings.OPERATIONS, "DEFAULT_POLL_SECONDS": 0.5}
+    worker = start_worker()
+    page = browser_page
+
+    page.goto(f"{live_server.url}/")
+    assert "/login/" in page.url
+    page.fill("#id_username", "alice")
+    page.fill("#id_password", "pw-alice-123")
+    page.click("button[type=submit]")
+    expect(page.locator("h1")).to_have_text("Acme ML")
+
+    access = Access(user=admin_user, team=team, role=Role.ADMIN, via=Via.UI)
+    operation, _ = start_operation(access=access, kind="engine.selftest", params={"waits": 4, "interval": 1})
+    page.goto(f"{live_server.url}/operations/{operation.pk}/")
+    panel = page.locator("#operation-panel")
+    expect(panel).to_be_visible()
+    # The wait phase reports its polls while it runs; the panel fetches them on its own.
+    expect(panel.locator("tr.phase-running")).to_contain_text("waiting", timeout=20_000)
+    url_while_running = page.url
+    screenshot(page, "operation-running.png", tmp_path)
+
+    expect(panel).to_have_attribute("data-status", "succeeded", timeout=30_000)
+    expect(panel.locator(".panel-status")).to_have_text("Succeeded")
+    expect(panel.locator("tr.phase-succeeded")).to_have_count(3)
+    assert page.url == url_while_running  # no navigation: htmx swapped the panel
+    assert panel.get_attribute("hx-trigger") is None  # a terminal panel stops polling
+    assert Operation.objects.get(pk=operation.pk).status == OperationStatus.SUCCEEDED, worker.log()[-2000:]
+    screenshot(page, "operation-succeeded.png", tmp_path)
+
+    page.goto(f"{live_server.url}/")
+    expect(page.locator(".card").first).to_be_visible()
+    screenshot(page, "dashboard.png", tmp_path)

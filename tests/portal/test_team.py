@@ -1,0 +1,203 @@
+"""Team & tokens page: settings, members, tokens. Admins change them; everyone else reads."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.urls import reverse
+
+from instantstart.operations.models import AuditEvent
+from instantstart.tenancy.models import ApiToken, Membership, Team
+from instantstart.tenancy.roles import Role
+
+from .conftest import logged_in
+
+pytestmark = pytest.mark.django_db
+
+TEAM = "/team/"
+
+
+def settings_post(**changes) -> dict:
+    return {"name": "Acme ML", "cloud": "sandbox", "aws_role_arn": "", "aws_external_id": "",
+            "default_region": "us-west-2", **changes}
+
+
+class TestSettings:
+    def test_admin_saves_only_what_changed(self, admin_client, team):
+        response = admin_client.post(reverse("portal:team_settings"), settings_post(name="Acme Research"))
+        assert response.status_code == 302 and response["Location"] == TEAM
+        team.refresh_from_db()
+        assert team.name == "Acme Research"
+        event = AuditEvent.objects.get(action="team.update")
+        assert event.summary == {"name": "Acme Research"} and event.via == "ui"
+        assert "Team settings saved (name)" in admin_client.get(TEAM).content.decode()
+
+    def test_unchanged_form_changes_nothing(self, admin_client):
+        admin_client.post(reverse("portal:team_settings"), settings_post())
+        assert not AuditEvent.objects.filter(action="team.update").exists()
+        assert "Nothing changed" in admin_client.get(TEAM).content.decode()
+
+    def test_errors_show_inline_keep_input_and_change_nothing(self, admin_client, team):
+        response = admin_client.post(
+            reverse("portal:team_settings"),
+            settings_post(name="Renamed", cloud="aws", aws_role_arn="not-an-arn", default_region="mars-1"),
+        )
+        html = response.content.decode()
+        assert response.status_code == 400
+        assert "Give an IAM role ARN like" in html
+        assert "is not an AWS region where SageMaker HyperPod is offered" in html
+        assert 'value="not-an-arn"' in html and 'value="Renamed"' in html
+        assert '<option value="mars-1" selected>' in html
+        team.refresh_from_db()
+        assert (team.name, team.cloud, team.aws_role_arn) == ("Acme ML", "sandbox", "")
+        assert not AuditEvent.objects.filter(action="team.update").exists()
+
+    def test_aws_needs_role_and_external_id(self, admin_client, team):
+        response = admin_client.post(reverse("portal:team_settings"), settings_post(cloud="aws"))
+        html = response.content.decode()
+        assert response.status_code == 400
+        assert "Required when the cloud is AWS: the role InstantStart assumes." in html
+        assert "Required when the cloud is AWS: set it in the role" in html
+
+    def test_external_id_is_write_only(self, admin_client, team):
+        arn = "arn:aws:iam::123456789012:role/InstantStart"
+        admin_client.post(
+            reverse("portal:team_settings"),
+            settings_post(cloud="aws", aws_role_arn=arn, aws_external_id="very-secret-ext-id"),
+        )
+        team.refresh_from_db()
+        assert team.cloud == "aws" and team.aws_external_id == "very-secret-ext-id"
+        html = admin_client.get(TEAM).content.decode()
+        assert "very-secret-ext-id" not in html and "set — leave empty to keep it" in html
+        # An empty box keeps it; the audit trail never holds it.
+        admin_client.post(reverse("portal:team_settings"), settings_post(cloud="aws", aws_role_arn=arn, name="X"))
+        team.refresh_from_db()
+        assert team.aws_external_id == "very-secret-ext-id" and team.name == "X"
+        assert all("very-secret" not in str(e.summary) for e in AuditEvent.objects.all())
+
+    def test_non_admins_read_but_cannot_change(self, member_client, team):
+        html = member_client.get(TEAM).content.decode()
+        assert "Team admins change these settings" in html and "Save settings" not in html
+        response = member_client.post(reverse("portal:team_settings"), settings_post(name="Hijacked"))
+        assert response.status_code == 403
+        team.refresh_from_db()
+        assert team.name == "Acme ML"
+
+
+class TestMembers:
+    def test_admin_adds_a_member(self, admin_client, team):
+        get_user_model().objects.create_user(username="dave", password="pw-dave-123")
+        response = admin_client.post(reverse("portal:member_add"), {"username": "dave", "role": "viewer"})
+        assert response.status_code == 302
+        assert Membership.objects.get(team=team, user__username="dave").role == Role.VIEWER
+        assert "dave joined Acme ML" in admin_client.get(TEAM).content.decode()
+
+    def test_unknown_user_is_an_inline_error_that_keeps_input(self, admin_client, team):
+        response = admin_client.post(reverse("portal:member_add"), {"username": "ghost", "role": "admin"})
+        html = response.content.decode()
+        assert response.status_code == 400
+        assert "No active user named &#x27;ghost&#x27;." in html
+        assert 'value="ghost"' in html and '<option value="admin" selected>' in html
+        assert Membership.objects.filter(team=team).count() == 1
+
+    def test_admin_changes_a_role(self, admin_client, member_user, team):
+        membership = Membership.objects.get(user=member_user, team=team)
+        admin_client.post(reverse("portal:member_role", kwargs={"membership_id": membership.pk}), {"role": "admin"})
+        membership.refresh_from_db()
+        assert membership.role == Role.ADMIN
+
+    def test_last_admin_cannot_step_down_or_leave(self, admin_client, admin_user, team):
+        membership = Membership.objects.get(user=admin_user, team=team)
+        response = admin_client.post(
+            reverse("portal:member_role", kwargs={"membership_id": membership.pk}), {"role": "viewer"}, follow=True
+        )
+        assert "A team needs at least one admin" in response.content.decode()
+        response = admin_client.post(reverse("portal:member_remove", kwargs={"membership_id": membership.pk}), follow=True)
+        assert "A team needs at least one admin" in response.content.decode()
+        membership.refresh_from_db()
+        assert membership.role == Role.ADMIN
+
+    def test_admin_removes_a_member(self, admin_client, member_user, team):
+        membership = Membership.objects.get(user=member_user, team=team)
+        admin_client.post(reverse("portal:member_remove", kwargs={"membership_id": membership.pk}))
+        assert not Membership.objects.filter(pk=membership.pk).exists()
+
+    def test_another_teams_membership_is_404(self, admin_client, outsider_user, other_team):
+        membership = Membership.objects.get(user=outsider_user, team=other_team)
+        url = reverse("portal:member_remove", kwargs={"membership_id": membership.pk})
+        assert admin_client.post(url).status_code == 404
+        assert Membership.objects.filter(pk=membership.pk).exists()
+
+    def test_member_cannot_manage_members(self, member_client, admin_user, team):
+        membership = Membership.objects.get(user=admin_user, team=team)
+        assert member_client.post(reverse("portal:member_remove", kwargs={"membership_id": membership.pk})).status_code == 403
+        assert "Add member" not in member_client.get(TEAM).content.decode()
+
+
+class TestTokens:
+    def test_created_token_is_shown_once(self, admin_client, team, admin_user):
+        response = admin_client.post(reverse("portal:token_create"), {"name": "ci", "role": "member", "expires_in_days": "30"})
+        assert response.status_code == 302
+        token = ApiToken.objects.get(team=team, name="ci")
+        assert token.user == admin_user and token.role == Role.MEMBER and token.expires_at is not None
+        first = admin_client.get(TEAM).content.decode()
+        secret = first.split('<code class="secret">')[1].split("</code>")[0]
+        assert secret.startswith("ist_") and secret[:12] == token.prefix
+        # The secret authenticates against the REST API ...
+        from rest_framework.test import APIClient
+
+        api = APIClient()
+        api.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+        assert api.get("/api/v1/whoami/").status_code == 200
+        # ... and is never shown again.
+        assert secret not in admin_client.get(TEAM).content.decode()
+
+    def test_token_form_errors_inline(self, admin_client, team):
+        response = admin_client.post(reverse("portal:token_create"), {"name": "", "role": "member", "expires_in_days": "0"})
+        html = response.content.decode()
+        assert response.status_code == 400
+        assert "This field is required." in html
+        assert "Ensure this value is greater than or equal to 1." in html
+        assert not ApiToken.objects.filter(team=team).exists()
+
+    def test_revoke(self, admin_client, team, admin_user):
+        admin_client.post(reverse("portal:token_create"), {"name": "old", "role": "viewer"})
+        token = ApiToken.objects.get(team=team, name="old")
+        response = admin_client.post(reverse("portal:token_revoke", kwargs={"token_id": token.pk}), follow=True)
+        assert "is revoked" in response.content.decode()
+        token.refresh_from_db()
+        assert token.revoked_at is not None
+        assert AuditEvent.objects.filter(action="token.revoke").exists()
+
+    def test_another_teams_token_is_404(self, admin_client, other_team, outsider_user):
+        from tests.conftest import token_for
+
+        token_for(other_team, outsider_user, Role.ADMIN)
+        token = ApiToken.objects.get(team=other_team)
+        assert admin_client.post(reverse("portal:token_revoke", kwargs={"token_id": token.pk})).status_code == 404
+        token.refresh_from_db()
+        assert token.revoked_at is None
+
+    def test_non_admins_neither_see_nor_create_tokens(self, member_client, team):
+        html = member_client.get(TEAM).content.decode()
+        assert "Team admins create and revoke" in html and "Create token" not in html
+        assert member_client.post(reverse("portal:token_create"), {"name": "x", "role": "viewer"}).status_code == 403
+        assert not ApiToken.objects.filter(team=team).exists()
+
+
+class TestAudit:
+    def test_admin_sees_the_teams_events_only(self, admin_client, team, other_team, outsider_user):
+        admin_client.post(reverse("portal:team_settings"), settings_post(name="Acme Research"))
+        logged_in(outsider_user).post(reverse("portal:team_settings"), settings_post(name="Globex 2"))
+        response = admin_client.get(reverse("portal:audit"))
+        assert response.status_code == 200
+        actions = [(e.team_id, e.action) for e in response.context["page"].object_list]
+        assert actions == [(team.pk, "team.update")]
+        assert "Acme Research" in response.content.decode()
+        assert Team.objects.get(pk=other_team.pk).name == "Globex 2"
+
+    @pytest.mark.parametrize("client_fixture", ["member_client", "viewer_client"])
+    def test_hidden_from_non_admins(self, request, client_fixture):
+        response = request.getfixturevalue(client_fixture).get(reverse("portal:audit"))
+        assert response.status_code == 403
+        assert b"needs the admin role" in response.content

@@ -1,0 +1,152 @@
+"""Fixtures for the sandbox tests: a Sandbox on port 0 with a tmp state dir and a high speedup,
+and boto3 clients for emulated accounts (assume_role into InstantStartControlPlane, like the product).
+
+These tests never import Django."""
+
+from __future__ import annotations
+
+import random
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # the editable install may predate sandbox/__init__.py
+    sys.path.insert(0, str(ROOT))
+
+from sandbox.server import Sandbox  # noqa: E402
+
+SPEEDUP = 2000.0
+REGION = "us-west-2"
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path) -> Path:
+    return tmp_path / "state"
+
+
+@pytest.fixture
+def sandbox(state_dir: Path) -> Iterator[Sandbox]:
+    sb = Sandbox(state_dir, port=0, speedup=SPEEDUP, region=REGION).start()
+    try:
+        yield sb
+    finally:
+        sb.stop()
+
+
+_SESSION: Any = None
+
+
+def _session() -> Any:
+    """One boto3 session for all test accounts: service models are loaded once (clients are then cheap)."""
+    global _SESSION
+    if _SESSION is None:
+        import boto3
+
+        _SESSION = boto3.session.Session()
+    return _SESSION
+
+
+def new_account() -> str:
+    return str(random.randint(10**11, 10**12 - 1))
+
+
+class Account:
+    """boto3 clients for one emulated account, reached the way the product does (sts.assume_role)."""
+
+    def __init__(self, sb: Sandbox, account_id: str | None = None, retries: int = 0):
+        from botocore.config import Config
+
+        self.id = account_id or new_account()
+        self.endpoint = sb.aws_endpoint
+        self.config = Config(retries={"max_attempts": retries + 1, "mode": "standard"}, connect_timeout=5,
+                             read_timeout=30)
+        base = _session().client("sts", endpoint_url=self.endpoint, aws_access_key_id="AKIAIOSFODNN7EXAMPLE",
+                                 aws_secret_access_key="secret", region_name=REGION)
+        self.creds = base.assume_role(RoleArn=f"arn:aws:iam::{self.id}:role/InstantStartControlPlane",
+                                      RoleSessionName="tests")["Credentials"]
+        self._clients: dict[str, Any] = {}
+
+    def client(self, service: str, **kw: Any) -> Any:
+        """A client with these credentials; extra kwargs (e.g. config=) give a fresh, uncached client."""
+        if kw or service not in self._clients:
+            args = {"endpoint_url": self.endpoint, "region_name": REGION, "config": self.config,
+                    "aws_access_key_id": self.creds["AccessKeyId"],
+                    "aws_secret_access_key": self.creds["SecretAccessKey"],
+                    "aws_session_token": self.creds["SessionToken"], **kw}
+            client = _session().client(service, **args)
+            if kw:
+                return client
+            self._clients[service] = client
+        return self._clients[service]
+
+    def __getattr__(self, service: str) -> Any:
+        if service.startswith("_"):
+            raise AttributeError(service)
+        return self.client(service.replace("_", "-"))
+
+
+@pytest.fixture
+def account(sandbox: Sandbox) -> Account:
+    return Account(sandbox)
+
+
+@pytest.fixture
+def make_account(sandbox: Sandbox) -> Callable[..., Account]:
+    return lambda **kw: Account(sandbox, **kw)
+
+
+def wait_for(fn: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02) -> Any:
+    """Poll fn until it returns something truthy (no fixed sleeps)."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = fn()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout}s (last value: {last!r})")
+
+
+def network(acct: Account, zones: tuple[str, ...] = ("us-west-2a", "us-west-2b")) -> dict[str, Any]:
+    ec2 = acct.ec2
+    vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    subnets = [ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.0.{16 * i}.0/20", AvailabilityZone=z)["Subnet"]["SubnetId"]
+               for i, z in enumerate(zones)]
+    sg = ec2.create_security_group(GroupName="cluster", Description="cluster", VpcId=vpc)["GroupId"]
+    return {"vpc": vpc, "subnets": subnets, "sg": sg}
+
+
+def role(acct: Account, name: str, *policies: str) -> str:
+    acct.iam.create_role(RoleName=name, AssumeRolePolicyDocument='{"Version":"2012-10-17","Statement":[]}')
+    for p in policies:
+        acct.iam.attach_role_policy(RoleName=name, PolicyArn=f"arn:aws:iam::aws:policy/{p}")
+    return f"arn:aws:iam::{acct.id}:role/{name}"
+
+
+def eks_cluster(acct: Account, name: str = "ml", net: dict[str, Any] | None = None, wait: bool = True) -> dict[str, Any]:
+    net = net or network(acct)
+    role_arn = role(acct, f"{name}-eks-role", "AmazonEKSClusterPolicy")
+    acct.eks.create_cluster(name=name, version="1.32", roleArn=role_arn,
+                            resourcesVpcConfig={"subnetIds": net["subnets"], "securityGroupIds": [net["sg"]]},
+                            accessConfig={"authenticationMode": "API_AND_CONFIG_MAP"})
+    if wait:
+        wait_for(lambda: acct.eks.describe_cluster(name=name)["cluster"]["status"] == "ACTIVE")
+    return {**acct.eks.describe_cluster(name=name)["cluster"], "net": net}
+
+
+def hyperpod(acct: Account, name: str, eks: dict[str, Any], groups: list[dict[str, Any]] | None = None,
+             **extra: Any) -> str:
+    exec_role = role(acct, f"{name}-exec", "AmazonSageMakerClusterInstanceRolePolicy")
+    groups = groups or [{"InstanceGroupName": "gpu", "InstanceType": "ml.p5.48xlarge", "InstanceCount": 2}]
+    for g in groups:
+        g.setdefault("ExecutionRole", exec_role)
+        g.setdefault("LifeCycleConfig", {"SourceS3Uri": "s3://my-bucket/lifecycle/", "OnCreate": "on_create.sh"})
+    return acct.sagemaker.create_cluster(
+        ClusterName=name, InstanceGroups=groups, Orchestrator={"Eks": {"ClusterArn": eks["arn"]}},
+        VpcConfig={"SecurityGroupIds": [eks["net"]["sg"]], "Subnets": eks["net"]["subnets"][1:2]}, **extra,
+    )["ClusterArn"]
