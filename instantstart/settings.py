@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "instantstart.tenancy",
     "instantstart.operations",
     "instantstart.portal",
+    "clusters",
     "agent_tools",
 ]
 
@@ -131,9 +132,7 @@ REDIS_URL = env_str(
 )
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
-    CHANNEL_LAYERS = {
-        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}
-    }
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}}
 else:
     # Standalone: a broker that is just folders, so web server and worker (separate processes of
     # `make run`) share it with no service running.

@@ -110,11 +110,12 @@ class WorkerProcess:
 
     def env(self) -> dict[str, str]:
         db = settings.DATABASES["default"]
+        host, port, user = db["HOST"] or "127.0.0.1", db["PORT"] or 5432, db["USER"] or "postgres"
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "instantstart.test_settings",
             "INSTANTSTART_MODE": "test",
-            "DATABASE_URL": f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
+            "DATABASE_URL": f"postgres://{user}@{host}:{port}/{db['NAME']}",
             "REDIS_URL": settings.REDIS_URL,
             "CELERY_QUEUE": self.queue,
             "OPERATION_LEASE_SECONDS": str(settings.OPERATIONS["LEASE_SECONDS"]),
@@ -130,10 +131,29 @@ class WorkerProcess:
     def start(self) -> WorkerProcess:
         log = open(self.log_path, "w")  # noqa: SIM115 - kept open for the process's life
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "instantstart", "worker", "-Q", self.queue,
-             "--pool", "solo", "--loglevel", "INFO", "--without-gossip", "--without-mingle",
-             "--hostname", f"test-{self.queue}@%h"],
-            cwd=ROOT, env=self.env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "instantstart",
+                "worker",
+                "-Q",
+                self.queue,
+                "--pool",
+                "solo",
+                "--loglevel",
+                "INFO",
+                "--without-gossip",
+                "--without-mingle",
+                "--hostname",
+                f"test-{self.queue}@%h",
+            ],
+            cwd=ROOT,
+            env=self.env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

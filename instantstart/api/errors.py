@@ -1,6 +1,6 @@
 """One error shape for every REST answer (and, through the MCP server, every tool error).
 
-    {"error": {"code": "invalid", "message": "…", "fields": {"name": ["…"]}}}
+{"error": {"code": "invalid", "message": "…", "fields": {"name": ["…"]}}}
 """
 
 from __future__ import annotations

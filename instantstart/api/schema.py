@@ -23,5 +23,9 @@ class TeamSessionScheme(OpenApiAuthenticationExtension):
     name = "portalSession"
 
     def get_security_definition(self, auto_schema):
-        return {"type": "apiKey", "in": "cookie", "name": "sessionid",
-                "description": "A portal login; acts for the team chosen in the portal."}
+        return {
+            "type": "apiKey",
+            "in": "cookie",
+            "name": "sessionid",
+            "description": "A portal login; acts for the team chosen in the portal.",
+        }

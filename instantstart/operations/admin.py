@@ -49,9 +49,28 @@ class OperationAdmin(admin.ModelAdmin):
     inlines = [PhaseInline]
     actions = [retry_selected, cancel_selected]
     readonly_fields = [
-        "id", "team", "kind", "target_type", "target_id", "target_repr", "params", "requested_by", "via",
-        "status", "error_code", "error_message", "error_hint", "idempotency_key", "cancel_requested",
-        "lease_token", "lease_until", "wake_at", "advance_count", "created_at", "started_at", "finished_at",
+        "id",
+        "team",
+        "kind",
+        "target_type",
+        "target_id",
+        "target_repr",
+        "params",
+        "requested_by",
+        "via",
+        "status",
+        "error_code",
+        "error_message",
+        "error_hint",
+        "idempotency_key",
+        "cancel_requested",
+        "lease_token",
+        "lease_until",
+        "wake_at",
+        "advance_count",
+        "created_at",
+        "started_at",
+        "finished_at",
     ]
 
     def has_add_permission(self, request) -> bool:

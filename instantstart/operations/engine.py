@@ -232,9 +232,7 @@ def _save_wait(operation: Operation, phase: Phase, token: uuid.UUID, delay: floa
 
 def _still_leased(operation: Operation, token: uuid.UUID) -> bool:
     # Locks the row for the rest of the transaction; a lost lease means another worker took over.
-    return (
-        Operation.objects.select_for_update().filter(pk=operation.pk, lease_token=token).exists()
-    )
+    return Operation.objects.select_for_update().filter(pk=operation.pk, lease_token=token).exists()
 
 
 def _finish(operation: Operation, token: uuid.UUID, status: str, *, phase_status: str | None = None) -> None:

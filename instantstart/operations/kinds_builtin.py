@@ -9,11 +9,17 @@ the engine tests and `bench/engine.py` drive it. Parameters:
   transient        how many transient errors the `work` phase raises before succeeding
   journal          a file the `work` phase appends "start"/"created" lines to (tests count the
                    simulated cloud calls there, as they count AWS calls on the sandbox side)
+  record_lags      if true, the `wait` phase appends each wake-up's lag (seconds it ran after its
+                   scheduled wake-up time, to the ms) to its state list `lags` (bench/engine.py)
+  poll_by_sleeping if true, the `wait` phase sleeps `interval` seconds `waits` times in one step run:
+                   the anti-pattern that holds a worker, kept only as bench/engine.py's baseline
 """
 
 from __future__ import annotations
 
 import time
+
+from django.utils import timezone
 
 from instantstart.tenancy.roles import Role
 
@@ -46,11 +52,45 @@ def _journal(ctx: StepContext, line: str) -> None:
 
 
 def _wait(ctx: StepContext):
+    if ctx.params.get("poll_by_sleeping"):
+        return _wait_by_sleeping(ctx)
     polls = ctx.state.get("polls", 0)
+    lags = _lags(ctx, _wakeup_lag(ctx))
     if polls < int(ctx.params.get("waits", 2)):
-        ctx.record(polls=polls + 1)
+        ctx.record(polls=polls + 1, **lags)
         return Wait(float(ctx.params.get("interval", 1)), f"waiting ({polls + 1})")
+    if lags:
+        ctx.record(**lags)
     return Done(f"ready after {polls} polls")
+
+
+def _wakeup_lag(ctx: StepContext) -> float | None:
+    """Seconds between this run's scheduled wake-up and now, if record_lags is set.
+
+    The operation was loaded at the start of this advance, so its wake_at is still the time this
+    run was scheduled for.
+    """
+    if not ctx.params.get("record_lags") or ctx.operation.wake_at is None:
+        return None
+    return round((timezone.now() - ctx.operation.wake_at).total_seconds(), 3)
+
+
+def _lags(ctx: StepContext, lag: float | None, *inline: float) -> dict:
+    return {} if lag is None else {"lags": [*ctx.state.get("lags", []), lag, *inline]}
+
+
+def _wait_by_sleeping(ctx: StepContext):
+    # The baseline bench/engine.py compares the engine with: the worker sleeps between polls, so
+    # it runs nothing else meanwhile. Inline polls wake up when the sleep ends (lag ~0).
+    entry_lag = _wakeup_lag(ctx)
+    waits, interval = int(ctx.params.get("waits", 2)), float(ctx.params.get("interval", 1))
+    inline = []
+    for _ in range(waits):
+        due = time.monotonic() + interval
+        time.sleep(interval)
+        inline.append(round(time.monotonic() - due, 3))
+    ctx.record(polls=waits, **_lags(ctx, entry_lag, *inline))
+    return Done(f"ready after {waits} polls (slept in the worker)")
 
 
 def _finish(ctx: StepContext):

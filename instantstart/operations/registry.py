@@ -33,6 +33,8 @@ class OperationKind:
     role: str = Role.MEMBER
     # Runs once when an operation of this kind ends, with its final status (e.g. to mark the target).
     on_finish: Callable | None = field(default=None)
+    # Runs when a failed or cancelled operation of this kind is retried (e.g. to mark the target busy).
+    on_retry: Callable | None = field(default=None)
 
     def step(self, name: str) -> Step:
         for step in self.steps:

@@ -18,8 +18,16 @@ class PhaseSerializer(serializers.ModelSerializer):
     class Meta:
         model = Phase
         fields = [
-            "index", "name", "title", "status", "attempts", "message", "state",
-            "started_at", "finished_at", "elapsed_seconds",
+            "index",
+            "name",
+            "title",
+            "status",
+            "attempts",
+            "message",
+            "state",
+            "started_at",
+            "finished_at",
+            "elapsed_seconds",
         ]
 
     def get_title(self, phase: Phase) -> str:
@@ -44,9 +52,24 @@ class OperationSerializer(serializers.ModelSerializer):
     class Meta:
         model = Operation
         fields = [
-            "id", "kind", "status", "target", "requested_by", "via", "params", "phases", "error",
-            "cancel_requested", "can_retry", "can_cancel", "created_at", "started_at", "finished_at",
-            "elapsed_seconds", "url", "status_tool",
+            "id",
+            "kind",
+            "status",
+            "target",
+            "requested_by",
+            "via",
+            "params",
+            "phases",
+            "error",
+            "cancel_requested",
+            "can_retry",
+            "can_cancel",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "elapsed_seconds",
+            "url",
+            "status_tool",
         ]
 
     def get_target(self, op: Operation) -> dict | None:
@@ -81,8 +104,17 @@ class AuditEventSerializer(serializers.ModelSerializer):
     class Meta:
         model = AuditEvent
         fields = [
-            "id", "created_at", "actor", "token", "via", "action", "target_type", "target_id",
-            "target_repr", "summary", "operation",
+            "id",
+            "created_at",
+            "actor",
+            "token",
+            "via",
+            "action",
+            "target_type",
+            "target_id",
+            "target_repr",
+            "summary",
+            "operation",
         ]
 
     def get_token(self, event: AuditEvent) -> str | None:

@@ -55,8 +55,7 @@ def start_operation(
                 wake_at=timezone.now(),
             )
             Phase.objects.bulk_create(
-                Phase(operation=operation, index=index, name=step.name)
-                for index, step in enumerate(definition.steps)
+                Phase(operation=operation, index=index, name=step.name) for index, step in enumerate(definition.steps)
             )
             record_audit(
                 access=access,
@@ -79,7 +78,9 @@ def retry_operation(*, access: Access, operation: Operation) -> Operation:
     with transaction.atomic():
         locked = Operation.objects.select_for_update().get(pk=operation.pk)
         if not locked.can_retry:
-            raise OperationStateError(f"Only failed or cancelled operations can be retried; this one is {locked.status}.")
+            raise OperationStateError(
+                f"Only failed or cancelled operations can be retried; this one is {locked.status}."
+            )
         locked.phases.filter(status__in=[PhaseStatus.FAILED, PhaseStatus.CANCELLED]).update(
             status=PhaseStatus.PENDING, message="", finished_at=None, transient_failures=0
         )
@@ -93,6 +94,9 @@ def retry_operation(*, access: Access, operation: Operation) -> Operation:
             wake_at=timezone.now(),
         )
         record_audit(access=access, action="operation.retry", target=locked, operation=locked)
+        on_retry = get_kind(locked.kind).on_retry
+        if on_retry is not None:
+            on_retry(locked)
         transaction.on_commit(lambda: enqueue_advance(locked.pk))
     operation.refresh_from_db()
     return operation

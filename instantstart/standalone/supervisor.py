@@ -39,9 +39,24 @@ class Supervisor:
     def start_worker(self) -> None:
         log_path = self.var_dir / "worker.log"
         self.worker = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "instantstart", "worker", "--pool", "threads",
-             "--concurrency", "4", "--loglevel", "INFO", "--without-gossip", "--without-mingle",
-             "--hostname", "standalone@%h"],
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "instantstart",
+                "worker",
+                "--pool",
+                "threads",
+                "--concurrency",
+                "4",
+                "--loglevel",
+                "INFO",
+                "--without-gossip",
+                "--without-mingle",
+                "--hostname",
+                "standalone@%h",
+            ],
             env={**os.environ},
             stdout=open(log_path, "a"),  # noqa: SIM115 - owned by the child for its whole life
             stderr=subprocess.STDOUT,
@@ -68,8 +83,9 @@ class Supervisor:
     def serve(self, host: str, port: int) -> None:
         import uvicorn
 
-        config = uvicorn.Config("instantstart.asgi:application", host=host, port=port, log_level="info",
-                                lifespan="auto")
+        config = uvicorn.Config(
+            "instantstart.asgi:application", host=host, port=port, log_level="info", lifespan="auto"
+        )
         uvicorn.Server(config).run()
 
     def stop(self) -> None:

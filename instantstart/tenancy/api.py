@@ -73,8 +73,12 @@ class TeamSettingsViewSet(TeamViewSet):
 
 
 class MembershipViewSet(
-    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
-    mixins.UpdateModelMixin, mixins.DestroyModelMixin, TeamViewSet,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.UpdateModelMixin,
+    mixins.DestroyModelMixin,
+    TeamViewSet,
 ):
     """The team's members and their roles. Admins manage them."""
 
@@ -93,7 +97,8 @@ class MembershipViewSet(
     def perform_update(self, serializer):
         try:
             serializer.instance = change_member_role(
-                access=self.access, membership=serializer.instance,
+                access=self.access,
+                membership=serializer.instance,
                 role=serializer.validated_data.get("role", serializer.instance.role),
             )
         except LastAdminError as exc:
@@ -117,12 +122,14 @@ class ApiTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TeamView
 
     @extend_schema(
         request=ApiTokenCreateSerializer,
-        responses={201: inline_serializer("NewToken", {"token": serializers.CharField(), "id": serializers.UUIDField()})},
+        responses={
+            201: inline_serializer("NewToken", {"token": serializers.CharField(), "id": serializers.UUIDField()})
+        },
     )
     def create(self, request):
-        membership_role = Membership.objects.filter(team=self.access.team, user=request.user).values_list(
-            "role", flat=True
-        ).first()
+        membership_role = (
+            Membership.objects.filter(team=self.access.team, user=request.user).values_list("role", flat=True).first()
+        )
         serializer = ApiTokenCreateSerializer(data=request.data, context={"membership_role": membership_role})
         serializer.is_valid(raise_exception=True)
         token, raw = create_token(access=self.access, user=request.user, **serializer.validated_data)

@@ -32,8 +32,16 @@ class TeamSerializer(serializers.ModelSerializer):
     class Meta:
         model = Team
         fields = [
-            "id", "slug", "name", "cloud", "aws_role_arn", "aws_external_id", "aws_external_id_set",
-            "default_region", "sandbox_account_id", "created_at",
+            "id",
+            "slug",
+            "name",
+            "cloud",
+            "aws_role_arn",
+            "aws_external_id",
+            "aws_external_id_set",
+            "default_region",
+            "sandbox_account_id",
+            "created_at",
         ]
         read_only_fields = ["id", "slug", "created_at"]
 
@@ -49,9 +57,7 @@ class TeamSerializer(serializers.ModelSerializer):
 
     def validate_aws_external_id(self, value: str) -> str:
         if value and not EXTERNAL_ID.match(value):
-            raise serializers.ValidationError(
-                "2 to 1224 characters: letters, digits and + = , . @ : / - _ only."
-            )
+            raise serializers.ValidationError("2 to 1224 characters: letters, digits and + = , . @ : / - _ only.")
         return value
 
     def validate_default_region(self, value: str) -> str:
@@ -111,8 +117,16 @@ class ApiTokenSerializer(serializers.ModelSerializer):
     class Meta:
         model = ApiToken
         fields = [
-            "id", "name", "role", "prefix", "username", "created_at", "expires_at", "revoked_at",
-            "last_used_at", "is_active",
+            "id",
+            "name",
+            "role",
+            "prefix",
+            "username",
+            "created_at",
+            "expires_at",
+            "revoked_at",
+            "last_used_at",
+            "is_active",
         ]
         read_only_fields = fields
 
@@ -121,7 +135,10 @@ class ApiTokenCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=100)
     role = serializers.ChoiceField(choices=Role.choices, default=Role.MEMBER)
     expires_in_days = serializers.IntegerField(
-        min_value=1, max_value=3650, required=False, allow_null=True,
+        min_value=1,
+        max_value=3650,
+        required=False,
+        allow_null=True,
         help_text="Days until the token expires; omit for a token that does not expire.",
     )
 

@@ -36,7 +36,12 @@ def create_token(
     raw, prefix, digest = ApiToken.generate()
     with transaction.atomic():
         token = ApiToken.objects.create(
-            team=access.team, user=user, name=name, role=role, prefix=prefix, token_hash=digest,
+            team=access.team,
+            user=user,
+            name=name,
+            role=role,
+            prefix=prefix,
+            token_hash=digest,
             expires_at=expires_at,
         )
         record_audit(access=access, action="token.create", target=token, summary={"name": name, "role": role})
@@ -63,7 +68,9 @@ def _guard_last_admin(team: Team, membership: Membership, new_role: str | None) 
 def add_member(*, access: Access, user, role: str) -> Membership:
     with transaction.atomic():
         membership = Membership.objects.create(team=access.team, user=user, role=role)
-        record_audit(access=access, action="member.add", target=membership, summary={"user": user.username, "role": role})
+        record_audit(
+            access=access, action="member.add", target=membership, summary={"user": user.username, "role": role}
+        )
     return membership
 
 
@@ -80,7 +87,9 @@ def remove_member(*, access: Access, membership: Membership) -> None:
     with transaction.atomic():
         _guard_last_admin(access.team, membership, None)
         record_audit(
-            access=access, action="member.remove", target=membership,
+            access=access,
+            action="member.remove",
+            target=membership,
             summary={"user": membership.user.username},
         )
         membership.delete()

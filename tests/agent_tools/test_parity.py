@@ -118,7 +118,9 @@ def test_invalid_filter_is_the_same_400(member_mcp, member_token):
 def test_conflict_is_the_same_409(member_mcp, member_token, team, member_user):
     done = make_operation(team, member_user, OperationStatus.SUCCEEDED)
     rest = client_with(member_token)
-    assert_same(member_mcp.call("retry_operation", {"id": str(done.pk)}), rest.post(f"/api/v1/operations/{done.pk}/retry/"))
+    assert_same(
+        member_mcp.call("retry_operation", {"id": str(done.pk)}), rest.post(f"/api/v1/operations/{done.pk}/retry/")
+    )
     assert_same(
         member_mcp.call("cancel_operation", {"id": str(done.pk)}), rest.post(f"/api/v1/operations/{done.pk}/cancel/")
     )

@@ -15,8 +15,15 @@ def test_openapi_schema_documents_the_endpoints(db):
     assert response.status_code == 200
     schema = response.json()
     assert schema["openapi"].startswith("3.")
-    for path in ["/api/v1/operations/", "/api/v1/operations/{id}/retry/", "/api/v1/operations/{id}/cancel/",
-                 "/api/v1/audit-events/", "/api/v1/tokens/", "/api/v1/whoami/", "/api/v1/team/"]:
+    for path in [
+        "/api/v1/operations/",
+        "/api/v1/operations/{id}/retry/",
+        "/api/v1/operations/{id}/cancel/",
+        "/api/v1/audit-events/",
+        "/api/v1/tokens/",
+        "/api/v1/whoami/",
+        "/api/v1/team/",
+    ]:
         assert path in schema["paths"], path
     assert "Bearer" in str(schema["components"]["securitySchemes"]) or schema["components"]["securitySchemes"]
 

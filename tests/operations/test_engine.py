@@ -83,7 +83,9 @@ def test_transient_errors_beyond_the_limit_fail_the_phase(access, settings):
 
 
 def test_retry_resumes_at_the_failed_phase_without_redoing_finished_ones(access, fast):
-    op, _ = start_operation(access=access, kind="engine.selftest", params={"waits": 1, "interval": 0, "fail_in": "finish"})
+    op, _ = start_operation(
+        access=access, kind="engine.selftest", params={"waits": 1, "interval": 0, "fail_in": "finish"}
+    )
     drive(op)
     assert op.status == OperationStatus.FAILED
     assert op.error_code == "SimulatedFailure" and op.error_hint == "Set fixed=true and retry."

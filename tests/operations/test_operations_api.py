@@ -78,8 +78,15 @@ def test_another_teams_operation_is_404_everywhere(member_api, foreign_op):
 
 
 def test_without_a_token_every_endpoint_is_401(anonymous_api, op):
-    for path in ["/api/v1/operations/", f"/api/v1/operations/{op.pk}/", "/api/v1/audit-events/",
-                 "/api/v1/whoami/", "/api/v1/tokens/", "/api/v1/team/", "/api/v1/team/members/"]:
+    for path in [
+        "/api/v1/operations/",
+        f"/api/v1/operations/{op.pk}/",
+        "/api/v1/audit-events/",
+        "/api/v1/whoami/",
+        "/api/v1/tokens/",
+        "/api/v1/team/",
+        "/api/v1/team/members/",
+    ]:
         response = anonymous_api.get(path)
         assert response.status_code == 401, path
         assert response["WWW-Authenticate"].startswith("Bearer")

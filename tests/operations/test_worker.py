@@ -50,8 +50,9 @@ def test_two_workers_never_run_one_operation_at_once(access, quick, start_worker
     start_worker()
     start_worker()
     op, _ = start_operation(
-        access=access, kind="engine.selftest", params={"call_seconds": 1.0, "waits": 2, "interval": 0.2,
-                                                       "journal": str(journal)},
+        access=access,
+        kind="engine.selftest",
+        params={"call_seconds": 1.0, "waits": 2, "interval": 0.2, "journal": str(journal)},
     )
     for _ in range(10):  # duplicate messages, as a sweep or a redelivery would send
         enqueue_advance(op.pk)
@@ -63,7 +64,8 @@ def test_a_worker_killed_mid_phase_loses_nothing(access, quick, start_worker, tm
     journal = tmp_path / "calls.log"
     first = start_worker()
     op, _ = start_operation(
-        access=access, kind="engine.selftest",
+        access=access,
+        kind="engine.selftest",
         params={"call_seconds": 3.0, "waits": 1, "interval": 0.2, "journal": str(journal)},
     )
     wait_until(lambda: journal.exists() and "start" in journal.read_text(), message="the slow call to start")
@@ -71,8 +73,12 @@ def test_a_worker_killed_mid_phase_loses_nothing(access, quick, start_worker, tm
     assert status_of(op) == OperationStatus.RUNNING
     start_worker()
     # What celery beat does in production: re-enqueue operations whose lease expired.
-    wait_until(lambda: engine.sweep() >= 0 and status_of(op) == OperationStatus.SUCCEEDED, timeout=60,
-               interval=0.5, message="operation to finish on the new worker")
+    wait_until(
+        lambda: engine.sweep() >= 0 and status_of(op) == OperationStatus.SUCCEEDED,
+        timeout=60,
+        interval=0.5,
+        message="operation to finish on the new worker",
+    )
     op.refresh_from_db()
     assert op.phases.get(name="work").state["resource_id"]
     assert [p.status for p in op.phases.all()] == ["succeeded"] * 3
@@ -84,5 +90,9 @@ def test_a_worker_killed_while_an_operation_waits_loses_nothing(access, quick, s
     wait_until(lambda: op.phases.get(name="wait").state.get("polls", 0) >= 1, message="op to wait")
     first.kill()  # its countdown message dies with it (unacked, redelivered only much later)
     start_worker()
-    wait_until(lambda: engine.sweep() >= 0 and status_of(op) == OperationStatus.SUCCEEDED, timeout=60,
-               interval=0.5, message="operation to finish after restart")
+    wait_until(
+        lambda: engine.sweep() >= 0 and status_of(op) == OperationStatus.SUCCEEDED,
+        timeout=60,
+        interval=0.5,
+        message="operation to finish after restart",
+    )

@@ -26,8 +26,14 @@ def free_port() -> int:
 
 def standalone_env(var_dir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")}
-    env.update(INSTANTSTART_MODE="standalone", INSTANTSTART_VAR_DIR=str(var_dir), SANDBOX_SPEEDUP="1000",
-               OPERATION_SWEEP_INTERVAL="0.5", OPERATION_SWEEP_GRACE="1", OPERATION_POLL_SECONDS="0.2")
+    env.update(
+        INSTANTSTART_MODE="standalone",
+        INSTANTSTART_VAR_DIR=str(var_dir),
+        SANDBOX_SPEEDUP="1000",
+        OPERATION_SWEEP_INTERVAL="0.5",
+        OPERATION_SWEEP_GRACE="1",
+        OPERATION_POLL_SECONDS="0.2",
+    )
     return env
 
 
@@ -46,7 +52,10 @@ class Run:
         self.log = var_dir / f"run-{time.monotonic_ns()}.log"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "instantstart.standalone", "--port", str(port)],
-            cwd=ROOT, env=standalone_env(var_dir), stdout=open(self.log, "w"), stderr=subprocess.STDOUT,  # noqa: SIM115
+            cwd=ROOT,
+            env=standalone_env(var_dir),
+            stdout=open(self.log, "w"),
+            stderr=subprocess.STDOUT,  # noqa: SIM115
             start_new_session=True,
         )
 
@@ -75,8 +84,15 @@ class Run:
 
 
 def manage(var_dir: Path, *args: str) -> str:
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=standalone_env(var_dir),
-                          check=True, capture_output=True, text=True, timeout=60).stdout
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=standalone_env(var_dir),
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
 
 
 def start_selftest(var_dir: Path, waits: int) -> str:

@@ -72,8 +72,9 @@ def test_another_teams_token_is_404(admin_api, other_team, outsider_user):
 
 def test_team_settings_validate_and_hide_the_external_id(admin_api, member_api):
     assert member_api.patch("/api/v1/team/", {"name": "x"}, format="json").status_code == 403
-    bad = admin_api.patch("/api/v1/team/", {"cloud": "aws", "aws_role_arn": "not-an-arn", "default_region": "mars-1"},
-                          format="json")
+    bad = admin_api.patch(
+        "/api/v1/team/", {"cloud": "aws", "aws_role_arn": "not-an-arn", "default_region": "mars-1"}, format="json"
+    )
     assert bad.status_code == 400
     assert set(bad.json()["error"]["fields"]) == {"aws_role_arn", "default_region"}
     assert Team.objects.get(slug="acme").cloud == "sandbox"
@@ -81,8 +82,12 @@ def test_team_settings_validate_and_hide_the_external_id(admin_api, member_api):
     assert set(missing.json()["error"]["fields"]) == {"aws_role_arn", "aws_external_id"}
     ok = admin_api.patch(
         "/api/v1/team/",
-        {"cloud": "aws", "aws_role_arn": "arn:aws:iam::123456789012:role/InstantStart",
-         "aws_external_id": "s3cr3t-ext-id", "default_region": "us-east-1"},
+        {
+            "cloud": "aws",
+            "aws_role_arn": "arn:aws:iam::123456789012:role/InstantStart",
+            "aws_external_id": "s3cr3t-ext-id",
+            "default_region": "us-east-1",
+        },
         format="json",
     )
     assert ok.status_code == 200
@@ -99,7 +104,9 @@ def test_members(admin_api, member_user, viewer_user, admin_user):
     last_admin = admin_api.patch(f"/api/v1/team/members/{alice.pk}/", {"role": "member"}, format="json")
     assert last_admin.status_code == 409
     bob = Membership.objects.get(user=member_user)
-    assert admin_api.patch(f"/api/v1/team/members/{bob.pk}/", {"role": "admin"}, format="json").json()["role"] == "admin"
+    assert (
+        admin_api.patch(f"/api/v1/team/members/{bob.pk}/", {"role": "admin"}, format="json").json()["role"] == "admin"
+    )
 
 
 def test_another_teams_member_is_404(admin_api, outsider_user):

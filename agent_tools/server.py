@@ -1,0 +1,160 @@
+"""The MCP server: lists the registered tools and runs each call through its REST endpoint.
+
+One ``build_server()`` serves both transports. Over streamable HTTP the caller's ``Authorization``
+header comes with each request; over stdio the server is built with the token of its process.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import mcp_types as types
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+
+from instantstart.api.errors import error_body
+
+from . import dispatch
+from .db import release_stale_connections
+from .registry import Registry, Tool, registry
+
+log = logging.getLogger(__name__)
+
+SERVER_NAME = "instantstart"
+INSTRUCTIONS = (
+    "InstantStart runs ML training and inference on Amazon EKS + SageMaker HyperPod for your team. "
+    "Every tool acts with the rights of your token and nothing more: call whoami first to see your team "
+    "and role. Changes are long-running operations: a mutating tool returns an operation at once; poll "
+    "get_operation with its id until its status is succeeded, failed or cancelled. Pass an idempotency_key "
+    "to a mutating tool when you may repeat the call (after a timeout): the repeat changes nothing twice. "
+    "Errors carry {error: {code, message, fields}}, the same as the REST API's."
+)
+STATUS_TOOL_META_KEY = "instantstart/statusTool"
+# Forwarded by a reverse proxy in front of /mcp/; passed on so Django builds links as for REST.
+FORWARDED_HEADERS = ("x-forwarded-proto", "x-forwarded-host", "x-forwarded-port", "x-forwarded-for")
+
+
+def build_server(
+    *,
+    read_only: bool | None = None,
+    authorization: str | None = None,
+    site: tuple[str, str] = ("http", "localhost"),
+    tools: Registry = registry,
+) -> Server:
+    """An MCP server over ``tools``.
+
+    Args:
+        read_only: hide and refuse mutating tools; defaults to ``settings.MCP_READ_ONLY``.
+        authorization: the ``Authorization`` value for calls that carry none (stdio). Over HTTP
+            the request's own header is used.
+        site: (scheme, host) of absolute links in answers when the call did not come over HTTP.
+        tools: the registry to serve (tests may pass their own).
+    """
+    if read_only is None:
+        read_only = settings.MCP_READ_ONLY
+
+    async def list_tools(
+        ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        # The listing depends on the server's mode only, never on the caller.
+        return types.ListToolsResult(tools=[describe(tool) for tool in tools.visible(read_only=read_only)])
+
+    async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
+        tool = tools.get(params.name)
+        if tool is None:
+            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
+        if read_only and tool.mutating:
+            return _error_result(
+                error_body("read_only", f"This MCP server is read-only: {tool.name} changes state and is refused.")
+            )
+        caller = _caller(ctx, authorization, site)
+        if caller is None:
+            return _error_result(error_body("not_authenticated", "Authentication credentials were not provided."))
+        # The ORM must not run on the event loop; thread_sensitive keeps every Django call on the
+        # one thread Django's own async handler uses for sync code.
+        answer = await sync_to_async(_call_in_thread, thread_sensitive=True)(tool, params.arguments, caller)
+        return result_of(answer)
+
+    return Server(
+        SERVER_NAME,
+        version=_version(),
+        title="InstantStart",
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def describe(tool: Tool) -> types.Tool:
+    """The MCP listing entry of a tool."""
+    meta = {STATUS_TOOL_META_KEY: tool.status_tool} if tool.status_tool else None
+    return types.Tool(
+        name=tool.name,
+        title=tool.title,
+        description=tool.description,
+        input_schema=tool.input_schema,
+        annotations=types.ToolAnnotations(
+            title=tool.title,
+            read_only_hint=not tool.mutating,
+            destructive_hint=tool.destructive if tool.mutating else None,
+            # Every call reaches our own control plane, not an open world of external systems.
+            open_world_hint=False,
+        ),
+        meta=meta,
+    )
+
+
+def result_of(answer: dispatch.Answer) -> types.CallToolResult:
+    """A 2xx answer as the tool's result; any other as a tool error with the REST error body."""
+    text = answer.text or json.dumps({"status": answer.status})
+    structured = answer.data if isinstance(answer.data, dict) else None
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], structured_content=structured, is_error=not answer.ok
+    )
+
+
+def _error_result(body: dict) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(body, separators=(",", ":")))],
+        structured_content=body,
+        is_error=True,
+    )
+
+
+def _caller(ctx: ServerRequestContext, authorization: str | None, site: tuple[str, str]) -> dispatch.Caller | None:
+    request = ctx.request
+    headers = getattr(request, "headers", None)
+    if headers is not None and headers.get("authorization"):
+        # Streamable HTTP: the ASGI mount has already refused requests without a valid token;
+        # the endpoint authenticates the same header again, exactly as for REST.
+        return dispatch.Caller(
+            authorization=headers["authorization"],
+            host=headers.get("host") or site[1],
+            scheme=request.url.scheme,
+            forwarded=tuple((name, headers[name]) for name in FORWARDED_HEADERS if name in headers),
+        )
+    if authorization:
+        return dispatch.Caller(authorization=authorization, scheme=site[0], host=site[1])
+    return None
+
+
+def _call_in_thread(tool: Tool, arguments: dict[str, Any] | None, caller: dispatch.Caller) -> dispatch.Answer:
+    release_stale_connections()
+    try:
+        return dispatch.call(tool, arguments, caller)
+    finally:
+        release_stale_connections()
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("instantstart")
+    except PackageNotFoundError:
+        return "0"

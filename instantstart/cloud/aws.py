@@ -1,0 +1,114 @@
+"""AWS sessions per team: the only door to AWS.
+
+A team's calls run with credentials from assuming the team's role: in AWS, the role ARN and
+external ID of its settings; in the sandbox, the InstantStartControlPlane role of the team's own
+emulated account, through the sandbox endpoint. The code that uses the clients is the same.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+import boto3
+from botocore.config import Config
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from instantstart.tenancy.models import Cloud, Team
+
+ROLE_NAME = "InstantStartControlPlane"
+# Assumed-role credentials are reused until this long before they expire.
+_REFRESH_MARGIN_SECONDS = 300
+_BOTO_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=10, read_timeout=60)
+
+_lock = threading.Lock()
+_cache: dict[tuple, tuple[float, dict]] = {}
+
+
+@dataclass(frozen=True)
+class TeamCloud:
+    """Where and as whom a team's AWS calls go."""
+
+    team_id: str
+    region: str
+    endpoint_url: str | None
+    credentials: dict
+    account_id: str
+
+    def client(self, service: str, region: str | None = None):
+        return boto3.session.Session(
+            aws_access_key_id=self.credentials["AccessKeyId"],
+            aws_secret_access_key=self.credentials["SecretAccessKey"],
+            aws_session_token=self.credentials["SessionToken"],
+            region_name=region or self.region,
+        ).client(service, endpoint_url=self.endpoint_url, config=_BOTO_CONFIG)
+
+    def session(self, region: str | None = None) -> boto3.session.Session:
+        return boto3.session.Session(
+            aws_access_key_id=self.credentials["AccessKeyId"],
+            aws_secret_access_key=self.credentials["SecretAccessKey"],
+            aws_session_token=self.credentials["SessionToken"],
+            region_name=region or self.region,
+        )
+
+
+def sandbox_endpoint() -> str:
+    endpoint = settings.SANDBOX_AWS_ENDPOINT
+    if not endpoint:
+        raise ImproperlyConfigured(
+            "This team uses the sandbox but SANDBOX_AWS_ENDPOINT is not set: start InstantStart with "
+            "`make run`, or run `python -m sandbox` and export the aws_endpoint it prints."
+        )
+    return endpoint
+
+
+def role_for(team: Team) -> tuple[str, str | None, str | None]:
+    """(role ARN, external ID, endpoint) that the team's calls go through."""
+    if team.cloud == Cloud.SANDBOX:
+        return f"arn:aws:iam::{team.sandbox_account_id}:role/{ROLE_NAME}", None, sandbox_endpoint()
+    return team.aws_role_arn, team.aws_external_id or None, None
+
+
+def team_cloud(team: Team, region: str | None = None) -> TeamCloud:
+    """Credentials for the team's role (assumed now or reused from cache) and its endpoint."""
+    region = region or team.default_region
+    role_arn, external_id, endpoint = role_for(team)
+    key = (str(team.pk), role_arn, external_id, endpoint)
+    with _lock:
+        cached = _cache.get(key)
+    if cached is None or cached[0] - time.time() < _REFRESH_MARGIN_SECONDS:
+        if endpoint:
+            # The sandbox's STS accepts any caller; the assumed role decides the account.
+            base = boto3.session.Session(
+                aws_access_key_id="sandbox", aws_secret_access_key="sandbox", region_name=region
+            )
+        else:
+            base = boto3.session.Session(region_name=region)  # the control plane's own identity
+        kwargs = {"RoleArn": role_arn, "RoleSessionName": f"instantstart-{team.slug}"[:64], "DurationSeconds": 3600}
+        if external_id:
+            kwargs["ExternalId"] = external_id
+        credentials = base.client("sts", endpoint_url=endpoint, config=_BOTO_CONFIG).assume_role(**kwargs)[
+            "Credentials"
+        ]
+        expires = (
+            credentials["Expiration"].timestamp()
+            if hasattr(credentials["Expiration"], "timestamp")
+            else (time.time() + 3600)
+        )
+        cached = (expires, credentials)
+        with _lock:
+            _cache[key] = cached
+    account_id = role_arn.split(":")[4]
+    return TeamCloud(str(team.pk), region, endpoint, cached[1], account_id)
+
+
+def forget_credentials(team: Team | None = None) -> None:
+    """Drop cached credentials (after a team's role changes, or in tests)."""
+    with _lock:
+        if team is None:
+            _cache.clear()
+        else:
+            for key in [k for k in _cache if k[0] == str(team.pk)]:
+                del _cache[key]

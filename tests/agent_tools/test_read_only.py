@@ -1,0 +1,38 @@
+"""Read-only mode: mutating tools are neither listed nor run."""
+
+from __future__ import annotations
+
+import pytest
+
+from instantstart.operations.models import AuditEvent, OperationStatus
+
+from .conftest import MCP, body, make_operation
+
+pytestmark = pytest.mark.django_db
+
+MUTATING = {"retry_operation", "cancel_operation"}
+READS = {"whoami", "list_operations", "get_operation"}
+
+
+def test_full_mode_lists_every_tool(member_token):
+    assert set(MCP(member_token, read_only=False).tool_names()) == READS | MUTATING
+
+
+def test_read_only_mode_hides_and_refuses_mutating_tools(member_token, team, member_user):
+    mcp = MCP(member_token, read_only=True)
+    assert set(mcp.tool_names()) == READS
+
+    operation = make_operation(team, member_user, OperationStatus.FAILED)
+    result = mcp.call("retry_operation", {"id": str(operation.pk)})
+    assert result.is_error
+    assert body(result)["error"]["code"] == "read_only"
+    operation.refresh_from_db()
+    assert operation.status == OperationStatus.FAILED
+    assert not AuditEvent.objects.filter(action="operation.retry").exists()
+    # Reads still work.
+    assert not mcp.call("get_operation", {"id": str(operation.pk)}).is_error
+
+
+def test_read_only_follows_the_setting(settings, member_token):
+    settings.MCP_READ_ONLY = True
+    assert set(MCP(member_token).tool_names()) == READS
