@@ -1,0 +1,179 @@
+"""REST: clusters, the catalog (check before create) and preflight."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import mixins, serializers, status
+from rest_framework.decorators import action
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from instantstart.api.errors import Conflict
+from instantstart.api.viewsets import TeamViewSet
+from instantstart.cloud.aws import team_cloud
+from instantstart.operations.serializers import OperationSerializer
+from instantstart.tenancy.roles import Role
+from instantstart.tenancy.serializers import known_regions
+
+from . import catalog
+from .models import Cluster, ClusterStatus
+from .preflight import run_preflight
+from .serializers import ClusterCreateSerializer, ClusterSerializer, ClusterZoneChangeSerializer
+from .services import ClusterStateError, change_zone, create_cluster, delete_cluster, set_active_cluster
+
+
+class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TeamViewSet):
+    """The team's clusters. Creating and deleting start operations (202); poll them with get_operation."""
+
+    queryset = Cluster.objects.exclude(status=ClusterStatus.DELETED).prefetch_related("instance_groups", "storages")
+    serializer_class = ClusterSerializer
+    default_write_role = Role.ADMIN
+    action_roles = {"activate": Role.VIEWER}
+
+    def _accepted(self, cluster: Cluster, operation) -> Response:
+        cluster.refresh_from_db()
+        return Response(
+            {
+                "cluster": ClusterSerializer(cluster, context=self.get_serializer_context()).data,
+                "operation": OperationSerializer(operation, context=self.get_serializer_context()).data,
+            },
+            status=status.HTTP_202_ACCEPTED,
+        )
+
+    @extend_schema(
+        request=ClusterCreateSerializer,
+        responses={
+            202: inline_serializer(
+                "ClusterAccepted", {"cluster": ClusterSerializer(), "operation": OperationSerializer()}
+            )
+        },
+    )
+    def create(self, request):
+        """Create a cluster from decision-level inputs: region, zone, instance groups, storage."""
+        serializer = ClusterCreateSerializer(data=request.data, context={"access": self.access})
+        serializer.is_valid(raise_exception=True)
+        cluster, operation, _ = create_cluster(
+            access=self.access, data=serializer.validated_data, idempotency_key=self.idempotency_key
+        )
+        return self._accepted(cluster, operation)
+
+    @extend_schema(
+        parameters=[OpenApiParameter("force", bool, description="Delete even while an operation runs.")],
+        responses={202: OperationSerializer},
+    )
+    def destroy(self, request, pk=None):
+        """Tear the cluster down in reverse order (202 with the `cluster.delete` operation)."""
+        cluster = self.get_object()
+        force = request.query_params.get("force", "").lower() in ("1", "true", "yes")
+        try:
+            operation = delete_cluster(
+                access=self.access, cluster=cluster, force=force, idempotency_key=self.idempotency_key
+            )
+        except ClusterStateError as exc:
+            raise Conflict(str(exc))
+        return self._accepted(cluster, operation)
+
+    @extend_schema(request=ClusterZoneChangeSerializer, responses=ClusterSerializer)
+    def partial_update(self, request, pk=None):
+        """Move a failed cluster to another zone before retrying its operation (the only change allowed)."""
+        cluster = self.get_object()
+        immutable = sorted(set(request.data) - {"availability_zone"})
+        if immutable:
+            raise serializers.ValidationError(
+                {field: ["This field cannot be changed after create."] for field in immutable}
+            )
+        serializer = ClusterZoneChangeSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        zone = serializer.validated_data["availability_zone"]
+        zones = [
+            z["name"] for z in catalog.availability_zones(team_cloud(cluster.team, cluster.region), cluster.region)
+        ]
+        if zone not in zones:
+            raise serializers.ValidationError({"availability_zone": [f"{zone} is not a zone of {cluster.region}."]})
+        if zone == cluster.availability_zone:
+            data = ClusterSerializer(cluster, context=self.get_serializer_context()).data
+            return Response({"changed": False, **data})
+        try:
+            cluster = change_zone(access=self.access, cluster=cluster, zone=zone)
+        except ClusterStateError as exc:
+            raise Conflict(str(exc))
+        return Response(ClusterSerializer(cluster, context=self.get_serializer_context()).data)
+
+    @extend_schema(request=None, responses=ClusterSerializer)
+    @action(detail=True, methods=["post"])
+    def activate(self, request, pk=None):
+        """Make this the caller's active cluster: workload pages and tools default to it."""
+        cluster = set_active_cluster(access=self.access, cluster=self.get_object())
+        return Response(ClusterSerializer(cluster, context=self.get_serializer_context()).data)
+
+
+class RegionQuerySerializer(serializers.Serializer):
+    region = serializers.CharField(max_length=32)
+    availability_zone = serializers.CharField(max_length=32, required=False)
+
+    def validate_region(self, value: str) -> str:
+        if value not in known_regions():
+            raise serializers.ValidationError(f"{value!r} is not a region where SageMaker HyperPod is offered.")
+        return value
+
+
+class CatalogViewSet(TeamViewSet):
+    """Check before create: what the team's account offers in a region."""
+
+    queryset = Cluster.objects.none()
+
+    def _query(self) -> dict:
+        query = RegionQuerySerializer(data=self.request.query_params)
+        query.is_valid(raise_exception=True)
+        return query.validated_data
+
+    @extend_schema(
+        parameters=[RegionQuerySerializer],
+        responses=inline_serializer("Zones", {"results": serializers.ListField(child=serializers.DictField())}),
+    )
+    @action(detail=False, methods=["get"], url_path="availability-zones")
+    def availability_zones(self, request):
+        query = self._query()
+        cloud = team_cloud(self.access.team, query["region"])
+        return Response({"results": catalog.availability_zones(cloud, query["region"])})
+
+    @extend_schema(
+        parameters=[RegionQuerySerializer],
+        responses=inline_serializer("InstanceTypes", {"results": serializers.ListField(child=serializers.DictField())}),
+    )
+    @action(detail=False, methods=["get"], url_path="instance-types")
+    def instance_types(self, request):
+        query = self._query()
+        cloud = team_cloud(self.access.team, query["region"])
+        types = catalog.instance_types(cloud, query["region"], query.get("availability_zone"))
+        return Response({"results": [t.as_dict() for t in types]})
+
+    @extend_schema(
+        parameters=[RegionQuerySerializer],
+        responses=inline_serializer("TrainingPlans", {"results": serializers.ListField(child=serializers.DictField())}),
+    )
+    @action(detail=False, methods=["get"], url_path="training-plans")
+    def training_plans(self, request):
+        query = self._query()
+        cloud = team_cloud(self.access.team, query["region"])
+        return Response({"results": catalog.training_plans(cloud, query["region"])})
+
+
+class PreflightView(APIView):
+    """Would this cluster request work? Checks quotas, zones, training plans, name, role. Creates nothing."""
+
+    @extend_schema(
+        request=ClusterCreateSerializer,
+        responses=inline_serializer(
+            "Preflight",
+            {"ok": serializers.BooleanField(), "checks": serializers.ListField(child=serializers.DictField())},
+        ),
+    )
+    def post(self, request):
+        serializer = ClusterCreateSerializer(data=request.data, context={"access": request.auth})
+        serializer.is_valid(raise_exception=True)
+        from .steps.eks import eks_name
+
+        probe = Cluster(team=request.auth.team, name=serializer.validated_data["name"])
+        checks = run_preflight(request.auth.team, serializer.validated_data, eks_name=eks_name(probe))
+        return Response({"ok": all(c.ok for c in checks), "checks": [c.as_dict() for c in checks]})

@@ -1,0 +1,67 @@
+"""Operation kinds of the clusters app."""
+
+from __future__ import annotations
+
+from instantstart.operations.models import Operation, OperationStatus
+from instantstart.operations.registry import OperationKind, Step, register
+from instantstart.tenancy.roles import Role
+
+from .models import Cluster, ClusterStatus
+from .steps import dependencies, eks, hyperpod, identity, network, preflight, storage, teardown, verify
+
+
+def _created(operation: Operation) -> None:
+    status = {OperationStatus.SUCCEEDED: ClusterStatus.ACTIVE}.get(operation.status, ClusterStatus.FAILED)
+    Cluster.objects.filter(pk=operation.target_id).exclude(status=ClusterStatus.DELETED).update(status=status)
+
+
+def _busy(status: str):
+    def mark(operation: Operation) -> None:
+        Cluster.objects.filter(pk=operation.target_id).exclude(status=ClusterStatus.DELETED).update(status=status)
+
+    return mark
+
+
+def _deleted(operation: Operation) -> None:
+    if operation.status == OperationStatus.SUCCEEDED:
+        Cluster.objects.filter(pk=operation.target_id).update(status=ClusterStatus.DELETED)
+    else:
+        Cluster.objects.filter(pk=operation.target_id).update(status=ClusterStatus.FAILED)
+
+
+CLUSTER_CREATE = register(
+    OperationKind(
+        name="cluster.create",
+        title="Create cluster",
+        role=Role.ADMIN,
+        on_finish=_created,
+        on_retry=_busy(ClusterStatus.CREATING),
+        steps=(
+            Step("preflight", preflight.run, title="Preflight: quotas, zones, training plans, name"),
+            Step("network", network.run, title="Network: VPC, subnets, NAT, security group, S3 endpoint"),
+            Step("identity", identity.run, title="Identity: cluster and execution roles, lifecycle scripts"),
+            Step("eks", eks.run, title="EKS control plane and access"),
+            Step("dependencies", dependencies.run, title="Add-ons and base manifests"),
+            Step("hyperpod", hyperpod.run, title="HyperPod cluster and instance groups"),
+            Step("storage", storage.run, title="Shared storage"),
+            Step("verify", verify.run, title="Verify nodes"),
+        ),
+    )
+)
+
+CLUSTER_DELETE = register(
+    OperationKind(
+        name="cluster.delete",
+        title="Delete cluster",
+        role=Role.ADMIN,
+        on_finish=_deleted,
+        on_retry=_busy(ClusterStatus.DELETING),
+        steps=(
+            Step("storage", teardown.storage, title="Remove shared storage"),
+            Step("hyperpod", teardown.hyperpod, title="Delete the HyperPod cluster"),
+            Step("eks", teardown.eks, title="Delete the EKS control plane"),
+            Step("identity", teardown.identity, title="Delete roles and lifecycle scripts"),
+            Step("network", teardown.network, title="Delete the network"),
+        ),
+    )
+)

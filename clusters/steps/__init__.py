@@ -1,0 +1,1 @@
+"""The phases of cluster operations: the only code of this app that calls AWS and Kubernetes."""
