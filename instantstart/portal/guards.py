@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import wraps
 
-from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import render
+from django_htmx.http import HttpResponseClientRedirect
 
 from instantstart.tenancy.roles import Role
 
@@ -22,6 +23,13 @@ def team_required(view: Callable | None = None, *, role: str = Role.VIEWER):
     def decorator(view: Callable) -> Callable:
         @wraps(view)
         def wrapped(request, *args, **kwargs):
+            if not request.user.is_authenticated:
+                if request.htmx:
+                    # A poll after the session ended: the whole page goes to the login form,
+                    # rather than the login form into the panel.
+                    page = request.htmx.current_url_abs_path or "/"
+                    return HttpResponseClientRedirect(redirect_to_login(page).url)
+                return redirect_to_login(request.get_full_path())
             access = request.access
             if not access:
                 return render(request, "portal/no_team.html", {"section": None})
@@ -32,6 +40,6 @@ def team_required(view: Callable | None = None, *, role: str = Role.VIEWER):
                 )
             return view(request, *args, **kwargs)
 
-        return login_required(wrapped)
+        return wrapped
 
     return decorator(view) if view is not None else decorator

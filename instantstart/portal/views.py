@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from functools import cache
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -145,11 +146,12 @@ def _may_act_on(access, operation: Operation) -> bool:
 
 @team_required
 def operation_list(request):
-    filters_in = {key: request.GET[key] for key in ("status", "kind") if request.GET.get(key)}
+    filters_in = {key: request.GET[key] for key in ("status", "kind", "target") if request.GET.get(key)}
     filters = OperationFilterSerializer(data=filters_in)
     queryset = Operation.objects.visible_to(request.access).select_related("requested_by")
     if filters.is_valid():
-        queryset = queryset.filter(**filters.validated_data)
+        lookups = {"target": "target_id"}
+        queryset = queryset.filter(**{lookups.get(key, key): value for key, value in filters.validated_data.items()})
     team_kinds = set(Operation.objects.visible_to(request.access).values_list("kind", flat=True).distinct())
     kinds = sorted(team_kinds | {kind.name for kind in all_kinds()})
     context = {
@@ -205,7 +207,9 @@ def _operation_action(request, op_id, service, done_message: str):
 @team_required
 @require_POST
 def operation_retry(request, op_id):
-    return _operation_action(request, op_id, retry_operation, "Retrying: the operation resumes at the phase that stopped.")
+    return _operation_action(
+        request, op_id, retry_operation, "Retrying: the operation resumes at the phase that stopped."
+    )
 
 
 @team_required
@@ -228,6 +232,9 @@ def audit_list(request):
 
 # --- team, members and tokens -------------------------------------------------------------------
 
+# botocore's endpoint data does not change while the process runs; reading it costs ~50-200 ms.
+region_choices = cache(known_regions)
+
 SETTINGS_FIELDS = ("name", "cloud", "aws_role_arn", "aws_external_id", "default_region")
 
 
@@ -244,7 +251,7 @@ def _render_team(request, *, status: int = 200, settings_form=None, member_form=
         "team": team,
         "external_id_set": bool(team.aws_external_id),
         "clouds": Cloud.choices,
-        "regions": known_regions(),
+        "regions": region_choices(),
         "roles": Role.choices,
         "settings_form": settings_form or {"values": _settings_values(team), "errors": {}},
         "member_form": member_form or {"values": {"role": Role.MEMBER}, "errors": {}},
@@ -276,6 +283,7 @@ def team_settings(request):
     serializer = TeamSerializer(team, data=data, partial=True)
     if not serializer.is_valid():
         values = {key: value for key, value in data.items() if key != "aws_external_id"}
+        messages.error(request, "Team settings not saved: correct the fields marked below.")
         return _render_team(request, status=400, settings_form={"values": values, "errors": serializer.errors})
     changes = {key: value for key, value in serializer.validated_data.items() if getattr(team, key) != value}
     if changes:
@@ -293,6 +301,7 @@ def member_add(request):
     data = {"username": request.POST.get("username", "").strip(), "role": request.POST.get("role", "")}
     serializer = MembershipSerializer(data=data, context={"team": request.access.team})
     if not serializer.is_valid():
+        messages.error(request, "Member not added: correct the fields marked below.")
         return _render_team(request, status=400, member_form={"values": data, "errors": serializer.errors})
     user = serializer.validated_data["user"]
     add_member(access=request.access, user=user, role=serializer.validated_data.get("role", Role.MEMBER))
@@ -313,6 +322,9 @@ def member_role(request, membership_id: int):
         messages.error(request, "; ".join(str(err) for errs in serializer.errors.values() for err in errs))
         return redirect("portal:team")
     role = serializer.validated_data.get("role", membership.role)
+    if role == membership.role:
+        messages.info(request, f"{membership.user.username} already is {Role(role).label.lower()}: nothing changed.")
+        return redirect("portal:team")
     try:
         change_member_role(access=request.access, membership=membership, role=role)
     except LastAdminError as exc:
@@ -343,6 +355,7 @@ def token_create(request):
     payload = {key: value for key, value in data.items() if value}
     serializer = ApiTokenCreateSerializer(data=payload, context={"membership_role": request.access.role})
     if not serializer.is_valid():
+        messages.error(request, "Token not created: correct the fields marked below.")
         return _render_team(request, status=400, token_form={"values": data, "errors": serializer.errors})
     token, raw = create_token(access=request.access, user=request.user, **serializer.validated_data)
     request.session[NEW_TOKEN_SESSION_KEY] = {"id": str(token.pk), "name": token.name, "secret": raw}

@@ -34,6 +34,12 @@ class TestList:
         ]
         assert list(viewer_client.get(url, {"kind": "cluster.create"}).context["page"].object_list) == []
 
+    def test_filters_by_target(self, viewer_client, team, running_op):
+        targeted = make_operation(team, status=OperationStatus.SUCCEEDED, target_id="c-123", target_repr="gpu-a")
+        response = viewer_client.get(reverse("portal:operations"), {"target": "c-123"})
+        assert list(response.context["page"].object_list) == [targeted]
+        assert 'name="target" value="c-123"' in response.content.decode()
+
     def test_a_bad_filter_is_reported_not_a_crash(self, viewer_client, running_op):
         response = viewer_client.get(reverse("portal:operations"), {"status": "exploded"})
         assert response.status_code == 200
@@ -142,8 +148,8 @@ class TestActions:
         assert no_enqueue == []
 
     def test_another_teams_operation_cannot_be_touched(self, admin_client, other_team_op, no_enqueue):
-        assert admin_client.post(reverse("portal:operation_retry", kwargs={"op_id": other_team_op.pk})).status_code == 404
-        assert admin_client.post(reverse("portal:operation_cancel", kwargs={"op_id": other_team_op.pk})).status_code == 404
+        for action in ("portal:operation_retry", "portal:operation_cancel"):
+            assert admin_client.post(reverse(action, kwargs={"op_id": other_team_op.pk})).status_code == 404
         other_team_op.refresh_from_db()
         assert other_team_op.status == OperationStatus.FAILED
 

@@ -92,7 +92,9 @@ def test_areas_still_to_come_say_so(viewer_client, name, text):
 class TestTeamSwitcher:
     def test_switch_to_own_team(self, admin_client, admin_user, other_team):
         Membership.objects.create(team=other_team, user=admin_user, role=Role.VIEWER)
-        response = admin_client.post(reverse("portal:switch_team"), {"team": str(other_team.pk), "next": "/operations/"})
+        response = admin_client.post(
+            reverse("portal:switch_team"), {"team": str(other_team.pk), "next": "/operations/"}
+        )
         assert response.status_code == 302 and response["Location"] == "/operations/"
         assert admin_client.session[SESSION_TEAM_KEY] == str(other_team.pk)
         page = admin_client.get("/")
@@ -108,7 +110,9 @@ class TestTeamSwitcher:
     def test_garbage_team_id_is_404(self, admin_client):
         assert admin_client.post(reverse("portal:switch_team"), {"team": "nope"}).status_code == 404
 
-    def test_switch_does_not_follow_an_object_page_or_another_host(self, admin_client, admin_user, other_team, running_op):
+    def test_switch_does_not_follow_an_object_page_or_another_host(
+        self, admin_client, admin_user, other_team, running_op
+    ):
         Membership.objects.create(team=other_team, user=admin_user, role=Role.ADMIN)
         url = reverse("portal:switch_team")
         object_page = reverse("portal:operation", kwargs={"op_id": running_op.pk})
@@ -117,3 +121,24 @@ class TestTeamSwitcher:
 
     def test_switch_is_post_only(self, admin_client, team):
         assert admin_client.get(reverse("portal:switch_team"), {"team": str(team.pk)}).status_code == 405
+
+
+def test_htmx_poll_after_logout_redirects_the_whole_page(client, running_op):
+    url = reverse("portal:operation", kwargs={"op_id": running_op.pk})
+    response = client.get(url, HTTP_HX_REQUEST="true", HTTP_HX_CURRENT_URL=f"http://testserver{url}")
+    assert response.status_code == 200
+    assert response["HX-Redirect"] == f"/login/?next={url}"
+
+
+def test_unknown_page_is_our_404_even_when_logged_out(client):
+    response = client.get("/no-such-page/")
+    assert response.status_code == 404
+    assert b"There is nothing at this address" in response.content
+
+
+@pytest.mark.parametrize("path", ["/static/instantstart/vendor/htmx.min.js", "/static/instantstart/portal.css"])
+def test_assets_are_served_locally(client, path):
+    response = client.get(path)
+    assert response.status_code == 200
+    body = b"".join(response.streaming_content) if response.streaming else response.content
+    assert len(body) > 1000

@@ -44,6 +44,7 @@ class TestSettings:
         )
         html = response.content.decode()
         assert response.status_code == 400
+        assert "Team settings not saved: correct the fields marked below." in html
         assert "Give an IAM role ARN like" in html
         assert "is not an AWS region where SageMaker HyperPod is offered" in html
         assert 'value="not-an-arn"' in html and 'value="Renamed"' in html
@@ -106,13 +107,29 @@ class TestMembers:
         membership.refresh_from_db()
         assert membership.role == Role.ADMIN
 
+    def test_same_role_changes_nothing(self, admin_client, member_user, team):
+        membership = Membership.objects.get(user=member_user, team=team)
+        url = reverse("portal:member_role", kwargs={"membership_id": membership.pk})
+        response = admin_client.post(url, {"role": "member"}, follow=True)
+        assert "bob already is member: nothing changed." in response.content.decode()
+        assert not AuditEvent.objects.filter(action="member.role").exists()
+
+    def test_invalid_role_is_an_error_message(self, admin_client, member_user, team):
+        membership = Membership.objects.get(user=member_user, team=team)
+        url = reverse("portal:member_role", kwargs={"membership_id": membership.pk})
+        response = admin_client.post(url, {"role": "owner"}, follow=True)
+        assert "is not a valid choice" in response.content.decode()
+        membership.refresh_from_db()
+        assert membership.role == Role.MEMBER
+
     def test_last_admin_cannot_step_down_or_leave(self, admin_client, admin_user, team):
         membership = Membership.objects.get(user=admin_user, team=team)
         response = admin_client.post(
             reverse("portal:member_role", kwargs={"membership_id": membership.pk}), {"role": "viewer"}, follow=True
         )
         assert "A team needs at least one admin" in response.content.decode()
-        response = admin_client.post(reverse("portal:member_remove", kwargs={"membership_id": membership.pk}), follow=True)
+        remove_url = reverse("portal:member_remove", kwargs={"membership_id": membership.pk})
+        response = admin_client.post(remove_url, follow=True)
         assert "A team needs at least one admin" in response.content.decode()
         membership.refresh_from_db()
         assert membership.role == Role.ADMIN
@@ -130,13 +147,16 @@ class TestMembers:
 
     def test_member_cannot_manage_members(self, member_client, admin_user, team):
         membership = Membership.objects.get(user=admin_user, team=team)
-        assert member_client.post(reverse("portal:member_remove", kwargs={"membership_id": membership.pk})).status_code == 403
+        remove_url = reverse("portal:member_remove", kwargs={"membership_id": membership.pk})
+        assert member_client.post(remove_url).status_code == 403
         assert "Add member" not in member_client.get(TEAM).content.decode()
 
 
 class TestTokens:
     def test_created_token_is_shown_once(self, admin_client, team, admin_user):
-        response = admin_client.post(reverse("portal:token_create"), {"name": "ci", "role": "member", "expires_in_days": "30"})
+        response = admin_client.post(
+            reverse("portal:token_create"), {"name": "ci", "role": "member", "expires_in_days": "30"}
+        )
         assert response.status_code == 302
         token = ApiToken.objects.get(team=team, name="ci")
         assert token.user == admin_user and token.role == Role.MEMBER and token.expires_at is not None
@@ -153,7 +173,9 @@ class TestTokens:
         assert secret not in admin_client.get(TEAM).content.decode()
 
     def test_token_form_errors_inline(self, admin_client, team):
-        response = admin_client.post(reverse("portal:token_create"), {"name": "", "role": "member", "expires_in_days": "0"})
+        response = admin_client.post(
+            reverse("portal:token_create"), {"name": "", "role": "member", "expires_in_days": "0"}
+        )
         html = response.content.decode()
         assert response.status_code == 400
         assert "This field is required." in html
