@@ -94,9 +94,10 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TeamViewS
             data = ClusterSerializer(cluster, context=self.get_serializer_context()).data
             return Response({"changed": False, **data})
         try:
-            cluster = change_zone(access=self.access, cluster=cluster, zone=zone)
+            change_zone(access=self.access, cluster=cluster, zone=zone)
         except ClusterStateError as exc:
             raise Conflict(str(exc))
+        cluster = self.get_queryset().get(pk=cluster.pk)  # fresh groups, not the prefetched ones
         return Response(ClusterSerializer(cluster, context=self.get_serializer_context()).data)
 
     @extend_schema(request=None, responses=ClusterSerializer)

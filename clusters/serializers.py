@@ -93,14 +93,14 @@ class ClusterCreateSerializer(serializers.Serializer):
         names = [group["name"] for group in groups]
         duplicates = {name for name in names if names.count(name) > 1}
         if duplicates:
+            # Errors of list items are keyed by index, as DRF keys its own nested errors.
             raise serializers.ValidationError(
                 {
-                    "instance_groups": [
-                        {"name": [f"Instance group names must be unique; {name} is used twice."]}
-                        if g["name"] in duplicates
-                        else {}
-                        for g, name in zip(groups, names, strict=True)
-                    ]
+                    "instance_groups": {
+                        str(index): {"name": [f"Instance group names must be unique; {name} is used twice."]}
+                        for index, name in enumerate(names)
+                        if name in duplicates and names.index(name) != index
+                    }
                 }
             )
         cloud = team_cloud(self.context["access"].team, attrs["region"])
@@ -123,7 +123,9 @@ class ClusterCreateSerializer(serializers.Serializer):
             validate_group_against_cloud(cloud, attrs["region"], attrs["availability_zone"], g, plans) for g in groups
         ]
         if any(errors):
-            raise serializers.ValidationError({"instance_groups": errors})
+            raise serializers.ValidationError(
+                {"instance_groups": {str(index): error for index, error in enumerate(errors) if error}}
+            )
         return attrs
 
 

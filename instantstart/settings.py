@@ -173,6 +173,13 @@ OPERATIONS = {
     "BACKOFF_BASE_SECONDS": env_float("OPERATION_BACKOFF_BASE", 2.0, minimum=0.0),
     "BACKOFF_MAX_SECONDS": env_float("OPERATION_BACKOFF_MAX", 60.0, minimum=0.0),
     "DEFAULT_POLL_SECONDS": env_float("OPERATION_POLL_SECONDS", 10.0, minimum=0.0),
+    # Multiplies every wait between polls. The sandbox runs real-world durations SANDBOX_SPEEDUP
+    # times faster, so standalone polls that much more often by default.
+    "POLL_SCALE": env_float(
+        "OPERATION_POLL_SCALE",
+        1.0 / env_float("SANDBOX_SPEEDUP", 20.0, minimum=0.01) if MODE == "standalone" else 1.0,
+        minimum=0.0,
+    ),
 }
 CELERY_BEAT_SCHEDULE = {
     "sweep-operations": {

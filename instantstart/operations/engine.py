@@ -136,7 +136,7 @@ def _advance_leased(operation: Operation, token: uuid.UUID) -> Outcome:
         if seconds is None:
             seconds = _conf("DEFAULT_POLL_SECONDS")
         phase.transient_failures = 0
-        return _save_wait(operation, phase, token, _jitter(seconds), result.message)
+        return _save_wait(operation, phase, token, _jitter(seconds * _conf("POLL_SCALE")), result.message)
 
     if isinstance(result, Done):
         with transaction.atomic():

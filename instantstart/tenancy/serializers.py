@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import timedelta
 
@@ -17,6 +18,7 @@ ROLE_ARN = re.compile(r"^arn:aws(-[a-z]+)*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$"
 EXTERNAL_ID = re.compile(r"^[\w+=,.@:/-]{2,1224}$")
 
 
+@functools.cache
 def known_regions() -> list[str]:
     """Regions where SageMaker (hence HyperPod) is offered, from botocore's endpoint data."""
     return sorted(boto3.session.Session().get_available_regions("sagemaker"))

@@ -1,0 +1,79 @@
+"""cluster.delete end to end: reverse teardown that leaves nothing tagged with the cluster behind."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusters.models import Cluster
+from instantstart.cloud.aws import team_cloud
+from tests.clusters.helpers import cluster_body, wait_for_operation
+
+pytestmark = [pytest.mark.worker, pytest.mark.usefixtures("sandbox")]
+
+
+def tagged_leftovers(team, cluster_id: str) -> dict[str, list]:
+    """Everything in the team's account still tagged with the cluster, service by service."""
+    cloud = team_cloud(team, "us-west-2")
+    ec2 = cloud.client("ec2")
+    owned = [{"Name": "tag:instantstart:cluster-id", "Values": [cluster_id]}]
+    left = {
+        "vpcs": [v["VpcId"] for v in ec2.describe_vpcs(Filters=owned)["Vpcs"]],
+        "subnets": [s["SubnetId"] for s in ec2.describe_subnets(Filters=owned)["Subnets"]],
+        "internet_gateways": [g["InternetGatewayId"] for g in ec2.describe_internet_gateways(Filters=owned)[
+            "InternetGateways"]],
+        "nat_gateways": [n["NatGatewayId"] for n in ec2.describe_nat_gateways(Filters=owned)["NatGateways"]
+                         if n["State"] != "deleted"],
+        "addresses": [a["AllocationId"] for a in ec2.describe_addresses(Filters=owned)["Addresses"]],
+        "security_groups": [g["GroupId"] for g in ec2.describe_security_groups(Filters=owned)["SecurityGroups"]],
+        "route_tables": [t["RouteTableId"] for t in ec2.describe_route_tables(Filters=owned)["RouteTables"]],
+        "eks": cloud.client("eks").list_clusters()["clusters"],
+        "hyperpod": [c["ClusterName"] for c in cloud.client("sagemaker").list_clusters()["ClusterSummaries"]],
+    }
+    iam = cloud.client("iam")
+    left["roles"] = [
+        r["RoleName"] for r in iam.list_roles()["Roles"]
+        if any(t["Key"] == "instantstart:cluster-id" and t["Value"] == cluster_id
+               for t in iam.list_role_tags(RoleName=r["RoleName"])["Tags"])
+    ]
+    s3 = cloud.client("s3")
+    buckets = []
+    for bucket in s3.list_buckets().get("Buckets", []):
+        try:
+            tags = s3.get_bucket_tagging(Bucket=bucket["Name"])["TagSet"]
+        except s3.exceptions.ClientError:
+            continue
+        if {"Key": "instantstart:cluster-id", "Value": cluster_id} in tags:
+            buckets.append(bucket["Name"])
+    left["buckets"] = buckets
+    return {kind: items for kind, items in left.items() if items}
+
+
+def test_delete_tears_down_everything(admin_api, team, start_worker):
+    start_worker()
+    body = admin_api.post("/api/v1/clusters/", cluster_body("doomed"), format="json").json()
+    cluster_id = body["cluster"]["id"]
+    wait_for_operation(body["operation"]["id"])
+    assert tagged_leftovers(team, cluster_id)  # the check sees what a cluster owns
+
+    response = admin_api.delete(f"/api/v1/clusters/{cluster_id}/")
+    assert response.status_code == 202
+    operation = response.json()["operation"]
+    assert [p["name"] for p in operation["phases"]] == ["storage", "hyperpod", "eks", "identity", "network"]
+    wait_for_operation(operation["id"])
+    assert tagged_leftovers(team, cluster_id) == {}
+    assert Cluster.objects.get(pk=cluster_id).status == "deleted"
+    assert admin_api.get(f"/api/v1/clusters/{cluster_id}/").status_code == 404
+    assert cluster_id not in [c["id"] for c in admin_api.get("/api/v1/clusters/").json()["results"]]
+    # The name is free again.
+    again = admin_api.post("/api/v1/clusters/", cluster_body("doomed"), format="json")
+    assert again.status_code == 202
+
+
+def test_delete_is_refused_while_the_cluster_is_still_being_created_unless_forced(admin_api, team):
+    body = admin_api.post("/api/v1/clusters/", cluster_body("busy"), format="json").json()  # no worker: stays pending
+    cluster_id = body["cluster"]["id"]
+    refused = admin_api.delete(f"/api/v1/clusters/{cluster_id}/")
+    assert refused.status_code == 409 and "still running" in refused.json()["error"]["message"]
+    forced = admin_api.delete(f"/api/v1/clusters/{cluster_id}/?force=true")
+    assert forced.status_code == 202
+    assert forced.json()["operation"]["kind"] == "cluster.delete"
