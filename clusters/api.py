@@ -16,10 +16,30 @@ from instantstart.tenancy.roles import Role
 from instantstart.tenancy.serializers import known_regions
 
 from . import catalog
-from .models import Cluster, ClusterStatus
+from .adoption import importable_clusters
+from .drift import cluster_drift
+from .models import Cluster, ClusterStatus, Storage
 from .preflight import run_preflight
-from .serializers import ClusterCreateSerializer, ClusterSerializer, ClusterZoneChangeSerializer
-from .services import ClusterStateError, change_zone, create_cluster, delete_cluster, set_active_cluster
+from .serializers import (
+    ClusterCreateSerializer,
+    ClusterImportSerializer,
+    ClusterSerializer,
+    ClusterZoneChangeSerializer,
+    StorageAttachSerializer,
+    StorageSerializer,
+)
+from .services import (
+    ClusterStateError,
+    attach_storage,
+    change_zone,
+    create_cluster,
+    delete_cluster,
+    detach_storage,
+    forget_cluster,
+    import_cluster,
+    reconcile_cluster,
+    set_active_cluster,
+)
 
 
 class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TeamViewSet):
@@ -28,7 +48,7 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TeamViewS
     queryset = Cluster.objects.exclude(status=ClusterStatus.DELETED).prefetch_related("instance_groups", "storages")
     serializer_class = ClusterSerializer
     default_write_role = Role.ADMIN
-    action_roles = {"activate": Role.VIEWER}
+    action_roles = {"activate": Role.VIEWER, "drift": Role.VIEWER, "importable": Role.VIEWER}
 
     def _accepted(self, cluster: Cluster, operation) -> Response:
         cluster.refresh_from_db()
@@ -64,6 +84,9 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TeamViewS
     def destroy(self, request, pk=None):
         """Tear the cluster down in reverse order (202 with the `cluster.delete` operation)."""
         cluster = self.get_object()
+        if not cluster.managed:
+            forget_cluster(access=self.access, cluster=cluster)
+            return Response({"forgotten": True, "cluster": str(cluster.pk)}, status=status.HTTP_200_OK)
         force = request.query_params.get("force", "").lower() in ("1", "true", "yes")
         try:
             operation = delete_cluster(
@@ -106,6 +129,124 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TeamViewS
         """Make this the caller's active cluster: workload pages and tools default to it."""
         cluster = set_active_cluster(access=self.access, cluster=self.get_object())
         return Response(ClusterSerializer(cluster, context=self.get_serializer_context()).data)
+
+    @extend_schema(
+        parameters=[OpenApiParameter("region", str, required=True)],
+        responses=inline_serializer("Importable", {"results": serializers.ListField(child=serializers.DictField())}),
+    )
+    @action(detail=False, methods=["get"])
+    def importable(self, request):
+        """EKS clusters (with their HyperPod cluster) in the team's account that InstantStart does not manage."""
+        query = RegionQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        region = query.validated_data["region"]
+        return Response(
+            {"results": importable_clusters(self.access.team, team_cloud(self.access.team, region), region)}
+        )
+
+    @extend_schema(
+        request=ClusterImportSerializer,
+        responses={
+            202: inline_serializer(
+                "ClusterImported", {"cluster": ClusterSerializer(), "operation": OperationSerializer()}
+            )
+        },
+    )
+    @action(detail=False, methods=["post"], url_path="import")
+    def import_cluster(self, request):
+        """Adopt an existing EKS (+ HyperPod) cluster without recreating it: 202 with `cluster.import`."""
+        serializer = ClusterImportSerializer(data=request.data, context={"access": self.access})
+        serializer.is_valid(raise_exception=True)
+        cluster, operation = import_cluster(
+            access=self.access, idempotency_key=self.idempotency_key, **serializer.validated_data
+        )
+        return self._accepted(cluster, operation)
+
+    @extend_schema(
+        responses=inline_serializer(
+            "Drift",
+            {
+                "in_sync": serializers.BooleanField(),
+                "differences": serializers.ListField(child=serializers.DictField()),
+            },
+        )
+    )
+    @action(detail=True, methods=["get"])
+    def drift(self, request, pk=None):
+        """Where the actual state in AWS/Kubernetes differs from what InstantStart recorded. Reads only."""
+        differences = cluster_drift(self.get_object())
+        return Response({"in_sync": not differences, "differences": differences})
+
+    @extend_schema(request=None, responses={202: OperationSerializer})
+    @action(detail=True, methods=["post"])
+    def reconcile(self, request, pk=None):
+        """Record the actual state and put back missing manifests and volumes (202 with `cluster.reconcile`)."""
+        cluster = self.get_object()
+        try:
+            operation = reconcile_cluster(access=self.access, cluster=cluster, idempotency_key=self.idempotency_key)
+        except ClusterStateError as exc:
+            raise Conflict(str(exc))
+        return Response(
+            OperationSerializer(operation, context=self.get_serializer_context()).data, status=status.HTTP_202_ACCEPTED
+        )
+
+
+class StorageViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TeamViewSet):
+    """Shared storage of a cluster: S3 buckets and FSx file systems mounted as volumes + claims."""
+
+    queryset = Storage.objects.exclude(status="detached").select_related("cluster")
+    serializer_class = StorageSerializer
+    team_field = "cluster__team"
+    default_write_role = Role.ADMIN
+
+    def get_queryset(self):
+        return super().get_queryset().filter(cluster=self.cluster)
+
+    @property
+    def cluster(self) -> Cluster:
+        if not hasattr(self, "_cluster"):
+            from django.shortcuts import get_object_or_404
+
+            self._cluster = get_object_or_404(
+                Cluster.objects.filter(team=self.access.team).exclude(status=ClusterStatus.DELETED),
+                pk=self.kwargs["cluster_pk"],
+            )
+        return self._cluster
+
+    @extend_schema(
+        request=StorageAttachSerializer,
+        responses={
+            202: inline_serializer(
+                "StorageAttached", {"storage": StorageSerializer(), "operation": OperationSerializer()}
+            )
+        },
+    )
+    def create(self, request, cluster_pk=None):
+        """Mount an existing S3 bucket or FSx file system (202 with `storage.attach`)."""
+        serializer = StorageAttachSerializer(data=request.data, context={"cluster": self.cluster})
+        serializer.is_valid(raise_exception=True)
+        storage, operation = attach_storage(
+            access=self.access,
+            cluster=self.cluster,
+            data=serializer.validated_data,
+            idempotency_key=self.idempotency_key,
+        )
+        storage.refresh_from_db()
+        return Response(
+            {
+                "storage": StorageSerializer(storage).data,
+                "operation": OperationSerializer(operation, context=self.get_serializer_context()).data,
+            },
+            status=status.HTTP_202_ACCEPTED,
+        )
+
+    @extend_schema(responses={202: OperationSerializer})
+    def destroy(self, request, cluster_pk=None, pk=None):
+        """Unmount the storage (202 with `storage.detach`); the bucket or file system and its data stay."""
+        operation = detach_storage(access=self.access, storage=self.get_object(), idempotency_key=self.idempotency_key)
+        return Response(
+            OperationSerializer(operation, context=self.get_serializer_context()).data, status=status.HTTP_202_ACCEPTED
+        )
 
 
 class RegionQuerySerializer(serializers.Serializer):

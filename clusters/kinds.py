@@ -6,8 +6,8 @@ from instantstart.operations.models import Operation, OperationStatus
 from instantstart.operations.registry import OperationKind, Step, register
 from instantstart.tenancy.roles import Role
 
-from .models import Cluster, ClusterStatus
-from .steps import dependencies, eks, hyperpod, identity, network, preflight, storage, teardown, verify
+from .models import Cluster, ClusterStatus, Storage
+from .steps import adopt, dependencies, eks, hyperpod, identity, network, preflight, storage, teardown, verify, volumes
 
 
 def _created(operation: Operation) -> None:
@@ -63,5 +63,58 @@ CLUSTER_DELETE = register(
             Step("identity", teardown.identity, title="Delete roles and lifecycle scripts"),
             Step("network", teardown.network, title="Delete the network"),
         ),
+    )
+)
+
+
+def _imported(operation: Operation) -> None:
+    status = ClusterStatus.ACTIVE if operation.status == OperationStatus.SUCCEEDED else ClusterStatus.FAILED
+    Cluster.objects.filter(pk=operation.target_id).update(status=status)
+
+
+CLUSTER_IMPORT = register(
+    OperationKind(
+        name="cluster.import",
+        title="Import cluster",
+        role=Role.ADMIN,
+        on_finish=_imported,
+        steps=(Step("read", adopt.read_cloud, title="Read the EKS and HyperPod clusters as they are"),),
+    )
+)
+
+CLUSTER_RECONCILE = register(
+    OperationKind(
+        name="cluster.reconcile",
+        title="Reconcile cluster",
+        role=Role.ADMIN,
+        steps=(
+            Step("read", adopt.read_cloud, title="Record the actual state"),
+            Step("manifests", adopt.reapply_manifests, title="Re-apply base manifests and volumes"),
+        ),
+    )
+)
+
+
+def _detached(operation: Operation) -> None:
+    if operation.status == OperationStatus.SUCCEEDED:
+        Storage.objects.filter(pk=operation.target_id, managed=False).delete()
+
+
+STORAGE_ATTACH = register(
+    OperationKind(
+        name="storage.attach",
+        title="Attach storage",
+        role=Role.ADMIN,
+        steps=(Step("mount", volumes.mount, title="Mount as a volume and claim"),),
+    )
+)
+
+STORAGE_DETACH = register(
+    OperationKind(
+        name="storage.detach",
+        title="Detach storage",
+        role=Role.ADMIN,
+        on_finish=_detached,
+        steps=(Step("unmount", volumes.unmount, title="Remove the volume and claim (data stays)"),),
     )
 )

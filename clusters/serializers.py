@@ -240,3 +240,67 @@ class ClusterSerializer(serializers.ModelSerializer):
 
     def get_nodes(self, cluster: Cluster) -> dict:
         return cluster.node_summary
+
+
+class ClusterImportSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=32, validators=[NAME_VALIDATOR])
+    region = serializers.CharField(max_length=32)
+    eks_cluster_name = serializers.CharField(max_length=100)
+
+    def validate_region(self, value: str) -> str:
+        if value not in known_regions():
+            raise serializers.ValidationError(f"{value!r} is not a region where SageMaker HyperPod is offered.")
+        return value
+
+    def validate(self, attrs: dict) -> dict:
+        team = self.context["access"].team
+        if Cluster.objects.filter(team=team, name=attrs["name"]).exclude(status=ClusterStatus.DELETED).exists():
+            raise serializers.ValidationError({"name": [f"The team already has a cluster named {attrs['name']}."]})
+        if (
+            Cluster.objects.filter(team=team, region=attrs["region"], eks_cluster_name=attrs["eks_cluster_name"])
+            .exclude(status=ClusterStatus.DELETED)
+            .exists()
+        ):
+            raise serializers.ValidationError({"eks_cluster_name": ["InstantStart already manages this cluster."]})
+        eks = team_cloud(team, attrs["region"]).client("eks")
+        try:
+            eks.describe_cluster(name=attrs["eks_cluster_name"])
+        except eks.exceptions.ResourceNotFoundException:
+            raise serializers.ValidationError(
+                {"eks_cluster_name": [f"No EKS cluster named {attrs['eks_cluster_name']} in {attrs['region']}."]}
+            )
+        return attrs
+
+
+class StorageAttachSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=63, validators=[NAME_VALIDATOR])
+    kind = serializers.ChoiceField(choices=[("s3", "S3 bucket"), ("fsx", "FSx for Lustre")])
+    bucket = serializers.CharField(max_length=63, required=False, allow_blank=True)
+    file_system_id = serializers.RegexField(r"^fs-[0-9a-f]{8,17}$", required=False, allow_blank=True)
+
+    def validate(self, attrs: dict) -> dict:
+        cluster: Cluster = self.context["cluster"]
+        if cluster.storages.filter(name=attrs["name"]).exclude(status="detached").exists():
+            raise serializers.ValidationError({"name": [f"The cluster already has storage named {attrs['name']}."]})
+        cloud = team_cloud(cluster.team, cluster.region)
+        if attrs["kind"] == "s3":
+            if not attrs.get("bucket"):
+                raise serializers.ValidationError({"bucket": ["Required for S3 storage."]})
+            s3 = cloud.client("s3")
+            try:
+                s3.head_bucket(Bucket=attrs["bucket"])
+            except s3.exceptions.ClientError:
+                raise serializers.ValidationError({"bucket": [f"No bucket {attrs['bucket']} in the team's account."]})
+            attrs.pop("file_system_id", None)
+        else:
+            if not attrs.get("file_system_id"):
+                raise serializers.ValidationError({"file_system_id": ["Required for FSx storage."]})
+            fsx = cloud.client("fsx")
+            try:
+                fsx.describe_file_systems(FileSystemIds=[attrs["file_system_id"]])
+            except fsx.exceptions.FileSystemNotFound:
+                raise serializers.ValidationError(
+                    {"file_system_id": [f"No FSx file system {attrs['file_system_id']} in {cluster.region}."]}
+                )
+            attrs.pop("bucket", None)
+        return attrs

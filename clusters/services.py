@@ -125,3 +125,105 @@ def set_active_cluster(*, access: Access, cluster: Cluster) -> Cluster:
     """Make the cluster the caller's active one in this team."""
     ActiveCluster.objects.update_or_create(user=access.user, team=access.team, defaults={"cluster": cluster})
     return cluster
+
+
+def import_cluster(
+    *, access: Access, name: str, region: str, eks_cluster_name: str, idempotency_key: str = ""
+) -> tuple[Cluster, Operation]:
+    """Adopt an existing EKS (+ HyperPod) cluster without recreating anything: `cluster.import` reads it."""
+    if idempotency_key:
+        existing = Operation.objects.filter(team=access.team, idempotency_key=idempotency_key).first()
+        if existing is not None:
+            return Cluster.objects.get(pk=existing.target_id), existing
+    with transaction.atomic():
+        cluster = Cluster.objects.create(
+            team=access.team,
+            name=name,
+            region=region,
+            availability_zone="",
+            storage=StorageChoice.NONE,
+            status=ClusterStatus.IMPORTED,
+            managed=False,
+            eks_cluster_name=eks_cluster_name,
+            created_by=access.user if getattr(access.user, "pk", None) else None,
+        )
+        operation, _ = start_operation(
+            access=access,
+            kind="cluster.import",
+            target=cluster,
+            idempotency_key=idempotency_key,
+            audit_action="cluster.import",
+            audit_summary={"name": name, "region": region, "eks": eks_cluster_name},
+        )
+    return cluster, operation
+
+
+def forget_cluster(*, access: Access, cluster: Cluster) -> Cluster:
+    """Stop managing an imported cluster. Nothing in the cloud changes."""
+    with transaction.atomic():
+        Cluster.objects.filter(pk=cluster.pk).update(status=ClusterStatus.DELETED)
+        record_audit(access=access, action="cluster.forget", target=cluster, summary={"name": cluster.name})
+    cluster.refresh_from_db()
+    return cluster
+
+
+def reconcile_cluster(*, access: Access, cluster: Cluster, idempotency_key: str = "") -> Operation:
+    """Record the actual state and put back what went missing (`cluster.reconcile`)."""
+    running = running_operation(cluster)
+    if running is not None:
+        raise ClusterStateError(f"Operation {running.kind} ({running.pk}) is still running on this cluster.")
+    operation, _ = start_operation(
+        access=access,
+        kind="cluster.reconcile",
+        target=cluster,
+        idempotency_key=idempotency_key,
+        audit_action="cluster.reconcile",
+        audit_summary={"name": cluster.name},
+    )
+    return operation
+
+
+def attach_storage(
+    *, access: Access, cluster: Cluster, data: dict, idempotency_key: str = ""
+) -> tuple[Storage, Operation]:
+    """Mount an existing S3 bucket or FSx file system into the team namespace (`storage.attach`)."""
+    if idempotency_key:
+        existing = Operation.objects.filter(team=access.team, idempotency_key=idempotency_key).first()
+        if existing is not None:
+            return Storage.objects.get(pk=existing.target_id), existing
+    with transaction.atomic():
+        storage = Storage.objects.create(
+            cluster=cluster,
+            name=data["name"],
+            kind=data["kind"],
+            bucket=data.get("bucket", ""),
+            file_system_id=data.get("file_system_id", ""),
+            namespace=team_namespace(cluster),
+            claim_name=data["name"],
+            managed=False,
+            status="attaching",
+        )
+        operation, _ = start_operation(
+            access=access,
+            kind="storage.attach",
+            target=storage,
+            idempotency_key=idempotency_key,
+            audit_action="storage.attach",
+            audit_summary={"cluster": cluster.name, **data},
+        )
+    return storage, operation
+
+
+def detach_storage(*, access: Access, storage: Storage, idempotency_key: str = "") -> Operation:
+    """Unmount storage from the cluster (`storage.detach`); the bucket or file system and its data stay."""
+    with transaction.atomic():
+        Storage.objects.filter(pk=storage.pk).update(status="detaching")
+        operation, _ = start_operation(
+            access=access,
+            kind="storage.detach",
+            target=storage,
+            idempotency_key=idempotency_key,
+            audit_action="storage.detach",
+            audit_summary={"cluster": storage.cluster.name, "name": storage.name},
+        )
+    return operation

@@ -7,6 +7,7 @@ emulated account, through the sandbox endpoint. The code that uses the clients i
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from dataclasses import dataclass
@@ -38,12 +39,15 @@ class TeamCloud:
     account_id: str
 
     def client(self, service: str, region: str | None = None):
-        return boto3.session.Session(
-            aws_access_key_id=self.credentials["AccessKeyId"],
-            aws_secret_access_key=self.credentials["SecretAccessKey"],
-            aws_session_token=self.credentials["SessionToken"],
-            region_name=region or self.region,
-        ).client(service, endpoint_url=self.endpoint_url, config=_BOTO_CONFIG)
+        """A client with the team's credentials (cached: clients are thread-safe and costly to build)."""
+        return _client(
+            service,
+            region or self.region,
+            self.endpoint_url,
+            self.credentials["AccessKeyId"],
+            self.credentials["SecretAccessKey"],
+            self.credentials["SessionToken"],
+        )
 
     def session(self, region: str | None = None) -> boto3.session.Session:
         return boto3.session.Session(
@@ -52,6 +56,31 @@ class TeamCloud:
             aws_session_token=self.credentials["SessionToken"],
             region_name=region or self.region,
         )
+
+
+_shared_session_lock = threading.Lock()
+_shared_session: boto3.session.Session | None = None
+
+
+@functools.lru_cache(maxsize=512)
+def _client(service: str, region: str, endpoint: str | None, key: str, secret: str, token: str):
+    with _shared_session_lock:  # creating clients from one session is not thread-safe; using them is
+        return _models_session().client(
+            service,
+            region_name=region,
+            endpoint_url=endpoint,
+            aws_access_key_id=key,
+            aws_secret_access_key=secret,
+            aws_session_token=token,
+            config=_BOTO_CONFIG,
+        )
+
+
+def _models_session() -> boto3.session.Session:
+    global _shared_session
+    if _shared_session is None:
+        _shared_session = boto3.session.Session()
+    return _shared_session
 
 
 def sandbox_endpoint() -> str:
@@ -109,6 +138,7 @@ def forget_credentials(team: Team | None = None) -> None:
     with _lock:
         if team is None:
             _cache.clear()
+            _client.cache_clear()
         else:
             for key in [k for k in _cache if k[0] == str(team.pk)]:
                 del _cache[key]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+
 import pytest
 from kubernetes import client as k8s
 
 from clusters.models import Cluster
 from instantstart.cloud.aws import team_cloud
-from instantstart.cloud.kube import api_client
+from instantstart.cloud.kube import api_client, eks_token
 from tests.clusters.helpers import EXPECTED_CREATES, cluster_body, creates_in, sandbox_calls, wait_for_operation
 
 pytestmark = [pytest.mark.worker, pytest.mark.usefixtures("sandbox")]
@@ -37,6 +40,17 @@ def test_create_reaches_in_service_with_nodes(admin_api, team, start_worker, san
     assert {n.metadata.labels["node.kubernetes.io/instance-type"] for n in nodes} == {"ml.g5.xlarge"}
     claim = k8s.CoreV1Api(api).read_namespaced_persistent_volume_claim("shared", team.slug)
     assert claim.spec.volume_name
+
+    # …and to kubectl, pointed at the endpoint EKS's DescribeCluster returns.
+    kubectl = shutil.which("kubectl")
+    if kubectl:
+        endpoint = team_cloud(team, "us-west-2").client("eks").describe_cluster(name=cluster.eks_cluster_name)[
+            "cluster"]["endpoint"]
+        token = eks_token(team_cloud(team, "us-west-2"), cluster.eks_cluster_name)
+        listed = subprocess.run([kubectl, "--server", endpoint, "--token", token, "--insecure-skip-tls-verify",
+                                 "get", "nodes", "-o", "name"], capture_output=True, text=True, timeout=60)
+        assert listed.returncode == 0, listed.stderr
+        assert len(listed.stdout.split()) == 2
 
     calls = sandbox_calls(sandbox, team.sandbox_account_id)
     assert creates_in(calls) == EXPECTED_CREATES
