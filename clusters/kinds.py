@@ -6,8 +6,22 @@ from instantstart.operations.models import Operation, OperationStatus
 from instantstart.operations.registry import OperationKind, Step, register
 from instantstart.tenancy.roles import Role
 
-from .models import Cluster, ClusterStatus, Storage
-from .steps import adopt, dependencies, eks, hyperpod, identity, network, preflight, storage, teardown, verify, volumes
+from .models import Cluster, ClusterStatus, InstanceGroup, Storage
+from .steps import (
+    adopt,
+    dependencies,
+    eks,
+    groups,
+    hyperpod,
+    identity,
+    network,
+    node_ops,
+    preflight,
+    storage,
+    teardown,
+    verify,
+    volumes,
+)
 
 
 def _created(operation: Operation) -> None:
@@ -118,3 +132,67 @@ STORAGE_DETACH = register(
         steps=(Step("unmount", volumes.unmount, title="Remove the volume and claim (data stays)"),),
     )
 )
+
+
+def _group_added(operation: Operation) -> None:
+    if operation.status == OperationStatus.FAILED:
+        InstanceGroup.objects.filter(pk=operation.target_id).update(status="Failed")
+
+
+def _group_deleted(operation: Operation) -> None:
+    if operation.status == OperationStatus.SUCCEEDED:
+        InstanceGroup.objects.filter(pk=operation.target_id).delete()
+
+
+GROUP_ADD = register(
+    OperationKind(
+        name="instance_group.add",
+        title="Add instance group",
+        role=Role.ADMIN,
+        on_finish=_group_added,
+        steps=(
+            Step("placement", groups.place, title="Compute subnet in the group's zone"),
+            Step("hyperpod", groups.add, title="Add the group to the HyperPod cluster"),
+        ),
+    )
+)
+
+GROUP_SCALE = register(
+    OperationKind(
+        name="instance_group.scale",
+        title="Scale instance group",
+        role=Role.ADMIN,
+        steps=(Step("hyperpod", groups.scale, title="Change the group's instance count"),),
+    )
+)
+
+GROUP_DELETE = register(
+    OperationKind(
+        name="instance_group.delete",
+        title="Delete instance group",
+        role=Role.ADMIN,
+        on_finish=_group_deleted,
+        steps=(Step("hyperpod", groups.delete, title="Remove the group (its subnet stays)"),),
+    )
+)
+
+for _action in ("reboot", "replace", "delete"):
+    register(
+        OperationKind(
+            name=f"node.{_action}",
+            title=f"{_action.capitalize()} node",
+            role=Role.ADMIN,
+            steps=(
+                Step("submit", node_ops.submit, title=f"Ask HyperPod to {_action} the node"),
+                Step(
+                    "wait",
+                    node_ops.wait,
+                    title="Wait until the node is back"
+                    if _action == "reboot"
+                    else "Wait until the node is gone"
+                    if _action == "delete"
+                    else "Wait for the replacement",
+                ),
+            ),
+        )
+    )

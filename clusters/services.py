@@ -227,3 +227,105 @@ def detach_storage(*, access: Access, storage: Storage, idempotency_key: str = "
             audit_summary={"cluster": storage.cluster.name, "name": storage.name},
         )
     return operation
+
+
+def add_instance_group(
+    *, access: Access, cluster: Cluster, data: dict, idempotency_key: str = ""
+) -> tuple[InstanceGroup, Operation]:
+    """Record the new group and start `instance_group.add` (subnet placement + UpdateCluster in one operation)."""
+    if idempotency_key:
+        existing = Operation.objects.filter(team=access.team, idempotency_key=idempotency_key).first()
+        if existing is not None:
+            return InstanceGroup.objects.get(pk=existing.target_id), existing
+    _require_active(cluster)
+    with transaction.atomic():
+        group = InstanceGroup.objects.create(
+            cluster=cluster,
+            name=data["name"],
+            instance_type=data["instance_type"],
+            count=data["count"],
+            min_count=data.get("min_count", 0),
+            capacity_type=data["capacity_type"],
+            training_plan_arn=data.get("training_plan_arn", ""),
+            efa_only=data["efa_only"],
+            deep_health_checks=data.get("deep_health_checks", []),
+            labels=data.get("labels", {}),
+            taints=[
+                {"Key": t["key"], "Value": t.get("value", ""), "Effect": t["effect"]} for t in data.get("taints", [])
+            ],
+            ebs_volume_gb=data.get("ebs_volume_gb", 500),
+            availability_zone=data["availability_zone"],
+            status="Creating",
+        )
+        operation, _ = start_operation(
+            access=access,
+            kind="instance_group.add",
+            target=group,
+            idempotency_key=idempotency_key,
+            audit_action="instance_group.add",
+            audit_summary={
+                "cluster": cluster.name,
+                **{
+                    k: data.get(k)
+                    for k in ("name", "instance_type", "count", "capacity_type", "efa_only", "availability_zone")
+                },
+            },
+        )
+    return group, operation
+
+
+def _require_active(cluster: Cluster) -> None:
+    if cluster.status not in (ClusterStatus.ACTIVE,):
+        raise ClusterStateError(f"The cluster is {cluster.status}; instance groups change only on an active cluster.")
+
+
+def scale_instance_group(
+    *, access: Access, group: InstanceGroup, actual_count: int, changes: dict, idempotency_key: str = ""
+) -> Operation | None:
+    """Explicit diff: None (nothing to do) when the actual group already matches, else `instance_group.scale`."""
+    wanted = changes.get("count", actual_count)
+    if wanted == actual_count and changes.get("min_count", group.min_count) == group.min_count:
+        if group.count != actual_count:
+            InstanceGroup.objects.filter(pk=group.pk).update(count=actual_count)  # record what is true
+        return None
+    _require_active(group.cluster)
+    operation, _ = start_operation(
+        access=access,
+        kind="instance_group.scale",
+        target=group,
+        idempotency_key=idempotency_key,
+        params={"count": wanted, **({"min_count": changes["min_count"]} if "min_count" in changes else {})},
+        audit_action="instance_group.scale",
+        audit_summary={"cluster": group.cluster.name, "group": group.name, "from": actual_count, "to": wanted},
+    )
+    return operation
+
+
+def delete_instance_group(*, access: Access, group: InstanceGroup, idempotency_key: str = "") -> Operation:
+    """Start `instance_group.delete`; the group's compute subnet stays for later groups in that zone."""
+    _require_active(group.cluster)
+    with transaction.atomic():
+        InstanceGroup.objects.filter(pk=group.pk).update(status="Deleting")
+        operation, _ = start_operation(
+            access=access,
+            kind="instance_group.delete",
+            target=group,
+            idempotency_key=idempotency_key,
+            audit_action="instance_group.delete",
+            audit_summary={"cluster": group.cluster.name, "group": group.name},
+        )
+    return operation
+
+
+def node_action(*, access: Access, cluster: Cluster, node: dict, action: str, idempotency_key: str = "") -> Operation:
+    """Reboot, replace or delete one node through HyperPod (`node.<action>`)."""
+    operation, _ = start_operation(
+        access=access,
+        kind=f"node.{action}",
+        target=cluster,
+        idempotency_key=idempotency_key,
+        params={"action": action, "instance_id": node["instance_id"], "instance_group": node["instance_group"]},
+        audit_action=f"node.{action}",
+        audit_summary={"cluster": cluster.name, "node": node["name"], "instance_group": node["instance_group"]},
+    )
+    return operation

@@ -4,6 +4,7 @@ from django.urls import path
 from rest_framework.routers import SimpleRouter
 
 from .api import CatalogViewSet, ClusterViewSet, PreflightView, StorageViewSet
+from .group_api import ClusterDiagnosisViewSet, InstanceGroupViewSet, NodeViewSet
 
 router = SimpleRouter(trailing_slash=True)
 router.register("clusters", ClusterViewSet, basename="cluster")
@@ -16,5 +17,23 @@ urlpatterns = [
     path("preflight/", PreflightView.as_view(), name="preflight"),
     path("clusters/<uuid:cluster_pk>/storage/", storage_list, name="storage-list"),
     path("clusters/<uuid:cluster_pk>/storage/<uuid:pk>/", storage_detail, name="storage-detail"),
+    path("clusters/<uuid:cluster_pk>/instance-groups/",
+         InstanceGroupViewSet.as_view({"get": "list", "post": "create"}), name="instancegroup-list"),
+    path("clusters/<uuid:cluster_pk>/instance-groups/<str:name>/",
+         InstanceGroupViewSet.as_view({"get": "retrieve", "patch": "partial_update", "delete": "destroy"}),
+         name="instancegroup-detail"),
+    path("clusters/<uuid:cluster_pk>/nodes/", NodeViewSet.as_view({"get": "list"}), name="node-list"),
+    path("clusters/<uuid:cluster_pk>/nodes/<str:node>/", NodeViewSet.as_view({"get": "retrieve"}),
+         name="node-detail"),
+    path("clusters/<uuid:cluster_pk>/nodes/<str:node>/reboot/", NodeViewSet.as_view({"post": "reboot"}),
+         name="node-reboot"),
+    path("clusters/<uuid:cluster_pk>/nodes/<str:node>/replace/", NodeViewSet.as_view({"post": "replace"}),
+         name="node-replace"),
+    path("clusters/<uuid:cluster_pk>/nodes/<str:node>/delete/", NodeViewSet.as_view({"post": "delete_node"}),
+         name="node-delete"),
+    path("clusters/<uuid:cluster_pk>/nodes/<str:node>/diagnosis/", NodeViewSet.as_view({"get": "diagnosis"}),
+         name="node-diagnosis"),
+    path("clusters/<uuid:cluster_pk>/diagnosis/", ClusterDiagnosisViewSet.as_view({"get": "list"}),
+         name="cluster-diagnosis"),
     *router.urls,
 ]
