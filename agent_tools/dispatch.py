@@ -123,16 +123,23 @@ def _environ(
     if idempotency_key:
         environ[_IDEMPOTENCY_ENVIRON] = str(idempotency_key)
     if tool.method == "get":
-        environ["QUERY_STRING"] = urlencode(
-            [(name, _query_value(item)) for name, value in arguments.items() if value is not None
-             for item in (value if isinstance(value, list) else [value])]
-        )
+        environ["QUERY_STRING"] = _query_string(arguments)
     else:
-        body = json.dumps(arguments).encode()
+        # The arguments of the tool's `query` serializer are the endpoint's query parameters.
+        query = {name: value for name, value in arguments.items() if name in tool.query_arguments}
+        environ["QUERY_STRING"] = _query_string(query)
+        body = json.dumps({name: value for name, value in arguments.items() if name not in query}).encode()
         environ.update(
             {"CONTENT_TYPE": "application/json", "CONTENT_LENGTH": str(len(body)), "wsgi.input": io.BytesIO(body)}
         )
     return environ
+
+
+def _query_string(arguments: dict[str, Any]) -> str:
+    return urlencode(
+        [(name, _query_value(item)) for name, value in arguments.items() if value is not None
+         for item in (value if isinstance(value, list) else [value])]
+    )
 
 
 def _query_value(value: Any) -> str:

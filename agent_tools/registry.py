@@ -20,7 +20,8 @@ like ``admin.py``)::
 
 The input schema is derived: path parameters (``id`` for a detail action), the fields of
 ``input`` (a filter serializer for list tools, the request serializer for writes; for
-``create``/``update``/``partial_update`` the viewset's own serializer by default), ``limit``/
+``create``/``update``/``partial_update`` the viewset's own serializer by default), the fields of
+``query`` (query parameters of a tool that is not a GET, such as ``force`` of a DELETE), ``limit``/
 ``offset`` for paginated lists, and ``idempotency_key`` for mutating tools.
 """
 
@@ -61,6 +62,9 @@ class Tool:
         method: the HTTP method of the REST call (``get``, ``post``, ``patch``, ``delete``).
         input: the serializer whose fields are the tool's arguments (query parameters for a GET,
             the JSON body otherwise). Defaults to the viewset's serializer for create/update.
+        query: for a tool that is not a GET, the serializer of the endpoint's query parameters
+            (``force`` of a DELETE): its fields are tool arguments sent in the query string, not
+            in the body. A GET tool's ``input`` already travels as query parameters.
         path_params: tool argument → URL keyword. Defaults to ``{"id": <lookup kwarg>}`` for a
             detail action and to nothing otherwise.
         mutating: whether the tool changes state. Defaults to ``method != "get"``. Mutating tools
@@ -76,6 +80,7 @@ class Tool:
     action: str | None = None
     method: str = "get"
     input: type[serializers.Serializer] | None = None
+    query: type[serializers.Serializer] | None = None
     path_params: Mapping[str, str] | None = None
     mutating: bool | None = None
     status_tool: str | None = None
@@ -92,6 +97,11 @@ class Tool:
         if self.input is None and self.action in _BODY_ACTIONS:
             object.__setattr__(self, "input", getattr(self.view, "serializer_class", None))
         self._validate()
+
+    @property
+    def query_arguments(self) -> frozenset[str]:
+        """The arguments sent as query parameters of a tool that is not a GET (the fields of ``query``)."""
+        return frozenset(_writable_fields(self.query)) if self.query is not None else frozenset()
 
     @property
     def is_list(self) -> bool:
@@ -119,6 +129,12 @@ class Tool:
             raise RegistryError(f"{self.name}: a mutating tool names the status tool that tells completion.")
         if not self.description.strip():
             raise RegistryError(f"{self.name}: a tool needs a description written for agents.")
+        if self.query is not None:
+            if self.method == "get":
+                raise RegistryError(f"{self.name}: a GET tool's input is its query parameters; use input, not query.")
+            clash = self.query_arguments & (set(_writable_fields(self.input)) | set(self.path_params or {}))
+            if clash:
+                raise RegistryError(f"{self.name}: {', '.join(sorted(clash))} both in the query and elsewhere.")
 
     def _object_name(self) -> str:
         queryset = getattr(self.view, "queryset", None)
@@ -141,6 +157,10 @@ class Tool:
             body = serializer_schema(self.input(), partial=self.action == "partial_update")
             properties.update(body["properties"])
             required.extend(body.get("required", []))
+        if self.query is not None:
+            query = serializer_schema(self.query())
+            properties.update(query["properties"])
+            required.extend(query.get("required", []))
         if self.is_list and issubclass(getattr(self.view, "pagination_class", None) or object, LimitOffsetPagination):
             properties["limit"] = {"type": "integer", "minimum": 1, "description": "Page size."}
             properties["offset"] = {"type": "integer", "minimum": 0, "description": "Items to skip."}
@@ -155,6 +175,12 @@ class Tool:
         if required:
             schema["required"] = required
         return schema
+
+
+def _writable_fields(serializer: type[serializers.Serializer] | None) -> list[str]:
+    if serializer is None:
+        return []
+    return [name for name, field in serializer().fields.items() if not field.read_only]
 
 
 class Registry:

@@ -1,0 +1,316 @@
+"""MCP tools of the clusters app: each one is a clusters REST endpoint (same auth, scoping, errors).
+
+Discovered at startup by agent_tools (see agent_tools/registry.py). Descriptions are written for an
+agent: what the tool does, when to call it, its inputs in decision-level terms, what comes back and
+what to call next. Mutating tools take ``idempotency_key`` and name their status tool.
+"""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from agent_tools.registry import Tool, register
+from instantstart.operations.serializers import STATUS_TOOL
+
+from .api import CatalogViewSet, ClusterViewSet, PreflightView, RegionQuerySerializer, StorageViewSet
+from .serializers import ClusterCreateSerializer, ClusterImportSerializer, StorageAttachSerializer
+
+
+class ClusterDeleteQuerySerializer(serializers.Serializer):
+    """The query parameters of DELETE /api/v1/clusters/{id}/ (described for the tool's schema)."""
+
+    force = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Delete even while another operation (a create, an update) runs on the cluster: that "
+        "operation is asked to cancel. Leave false unless the user asked to force.",
+    )
+
+
+class RegionOnlyQuerySerializer(RegionQuerySerializer):
+    """The query of GET /api/v1/clusters/importable/: a region (the endpoint validates it)."""
+
+    availability_zone = None
+
+
+_CLUSTER_SHAPE = (
+    "A cluster is {id, name, region, availability_zone, kubernetes_version, storage, status "
+    "(creating|active|failed|deleting|imported), managed, eks_cluster_name, hyperpod_cluster_name, vpc_id, "
+    "instance_groups [{name, instance_type, count, capacity_type, efa_only, availability_zone, status…}], "
+    "storages [{id, name, kind, status…}], nodes (a summary of node health), last_operation (the latest "
+    "operation on it, or null), created_at, updated_at}."
+)
+_ACCEPTED = (
+    "Returns at once (HTTP 202) {cluster, operation}; the operation has id, status and phases. Next: call "
+    "get_operation with operation.id every few seconds until its status is succeeded, failed or cancelled."
+)
+_OPERATION_ACCEPTED = (
+    "Returns at once (HTTP 202) the operation {id, kind, status, phases…}. Next: call get_operation with its id "
+    "every few seconds until its status is succeeded, failed or cancelled."
+)
+_STORAGE_SHAPE = (
+    "A storage is {id, name, kind (s3|fsx), bucket, file_system_id, namespace, claim_name, status, managed}."
+)
+_NOT_FOUND = "A cluster id of another team, or of a deleted cluster, is a not_found error."
+_REGION = "Input: region (a HyperPod region such as us-west-2; an unknown region is a field error). "
+
+register(
+    Tool(
+        name="list_clusters",
+        title="List clusters",
+        description=(
+            "List the team's clusters (deleted ones excluded), with their status, instance groups, storage, node "
+            "summary and last operation. Call it first to see what exists before creating a cluster or a workload, "
+            "or to find a cluster's id by name. Returns {count, next, previous, results: [cluster]}; page with "
+            "limit/offset. " + _CLUSTER_SHAPE + " Next: get_cluster for one cluster, set_active_cluster to choose "
+            "the cluster workloads default to, create_cluster to add one."
+        ),
+        view=ClusterViewSet,
+        action="list",
+    ),
+    Tool(
+        name="get_cluster",
+        title="Get a cluster",
+        description=(
+            "Get one cluster by id: status, instance groups (type, count, capacity type, zone, status), storage, "
+            "node health summary and the last operation with its phases. Use it to check a cluster is active "
+            "before running workloads on it, or to see why it failed (last_operation.error). "
+            + _CLUSTER_SHAPE + " " + _NOT_FOUND + " Next: get_operation for the last operation's details, "
+            "retry_operation when it failed."
+        ),
+        view=ClusterViewSet,
+        action="retrieve",
+    ),
+    Tool(
+        name="create_cluster",
+        title="Create a cluster",
+        description=(
+            "Create an EKS + SageMaker HyperPod cluster for the team from decision-level inputs only; networking "
+            "(VPC, subnets, NAT, security groups), roles and add-ons are chosen by the control plane. Needs the "
+            "admin role. Before calling: list_availability_zones and list_instance_types for the region, "
+            "list_training_plans for training-plan capacity, and preflight_cluster with the same arguments to "
+            "check quotas. Inputs: name (3-32 lowercase letters, digits, dashes; unique in the team), region, "
+            "availability_zone, optional kubernetes_version and storage (s3 default, fsx or none), and "
+            "instance_groups: each {name, instance_type (ml.*, an accelerator type offered in the zone), count "
+            "(1-1000), capacity_type (on_demand default, spot or training_plan with training_plan_arn), efa_only "
+            "(only types with several EFA cards, such as ml.p5.48xlarge), deep_health_checks}. A request that "
+            "cannot work is a validation error naming the field, and nothing is created. " + _ACCEPTED + " "
+            "Creating a cluster takes tens of minutes. Pass idempotency_key when you may repeat the call: the "
+            "repeat returns the same cluster and operation."
+        ),
+        view=ClusterViewSet,
+        action="create",
+        method="post",
+        input=ClusterCreateSerializer,
+        status_tool=STATUS_TOOL,
+    ),
+    Tool(
+        name="delete_cluster",
+        title="Delete a cluster",
+        description=(
+            "Tear a cluster down, with everything InstantStart created for it (HyperPod nodes, EKS, network, "
+            "managed storage), in reverse order. Destructive and irreversible: only on the user's explicit "
+            "request, and confirm the cluster's name first with get_cluster. Needs the admin role. While another "
+            "operation runs on the cluster the call is a conflict error; force=true asks that operation to cancel "
+            "and deletes anyway. Deleting a cluster that is already being deleted returns the running deletion. "
+            + _NOT_FOUND + " " + _ACCEPTED + " An imported cluster (managed false) is not torn down: InstantStart "
+            "only stops managing it, nothing in the cloud changes, and the answer is {forgotten: true, cluster: id} "
+            "at once, with no operation."
+        ),
+        view=ClusterViewSet,
+        action="destroy",
+        method="delete",
+        query=ClusterDeleteQuerySerializer,
+        status_tool=STATUS_TOOL,
+        destructive=True,
+    ),
+    Tool(
+        name="set_active_cluster",
+        title="Set the active cluster",
+        description=(
+            "Make a cluster the caller's active cluster in this team: workload pages and tools that take no "
+            "cluster default to it. Any role may do it; it changes only the caller's own preference and starts "
+            "no operation (it takes effect at once). Returns the cluster. " + _NOT_FOUND + " Next: the workload "
+            "tools, or get_cluster to check the cluster is active."
+        ),
+        view=ClusterViewSet,
+        action="activate",
+        method="post",
+        status_tool="get_cluster",
+    ),
+    Tool(
+        name="list_availability_zones",
+        title="List availability zones",
+        description=(
+            "List the availability zones of a region in the team's AWS account. Call it before create_cluster to "
+            "choose availability_zone. " + _REGION + "availability_zone is not used by this tool. Returns "
+            "{results: [{name, zone_id, state}]}. Next: list_instance_types with the chosen zone."
+        ),
+        view=CatalogViewSet,
+        action="availability_zones",
+        input=RegionQuerySerializer,
+    ),
+    Tool(
+        name="list_instance_types",
+        title="List instance types",
+        description=(
+            "List the accelerator instance types HyperPod offers in a region (optionally only those offered in "
+            "one availability_zone), with their GPUs and network facts. Call it before create_cluster to choose "
+            "instance_type and whether efa_only is possible. " + _REGION + "Optional availability_zone narrows "
+            "the list to that zone. Returns {results: [{instance_type, gpu_model, gpu_count, gpu_memory_gib, "
+            "efa_supported, efa_only_allowed, max_efa_interfaces, vcpus, memory_gib, zones}]}. Next: "
+            "preflight_cluster to check quotas for the count you want."
+        ),
+        view=CatalogViewSet,
+        action="instance_types",
+        input=RegionQuerySerializer,
+    ),
+    Tool(
+        name="list_training_plans",
+        title="List training plans",
+        description=(
+            "List the SageMaker training plans (reserved capacity) of the team's account in a region. Call it "
+            "before creating an instance group with capacity_type training_plan: use a plan's arn as "
+            "training_plan_arn and its instance type; the plan's zone decides the group's zone. " + _REGION
+            + "availability_zone is not used by this tool. Returns {results: [{arn, name, status, "
+            "instance_types, zones, total_instances, available_instances, in_use_instances, start_time, "
+            "end_time, target_resources}]}."
+        ),
+        view=CatalogViewSet,
+        action="training_plans",
+        input=RegionQuerySerializer,
+    ),
+    Tool(
+        name="preflight_cluster",
+        title="Preflight a cluster",
+        description=(
+            "Check whether a cluster request would work, without creating anything: the account role can be "
+            "assumed, the name is free, each instance type is offered in the zone, service quotas cover the "
+            "counts, training plans match. Read-only. Needs the member role. Takes exactly the arguments of "
+            "create_cluster; an invalid request is the same validation error create_cluster gives. Returns "
+            "{ok, checks: [{name, ok, message}]}. Next: when ok is true, create_cluster with the same arguments; "
+            "otherwise fix what the failing checks' messages name (another zone, type or count)."
+        ),
+        view=PreflightView,
+        method="post",
+        input=ClusterCreateSerializer,
+        mutating=False,
+    ),
+)
+
+# --- after create: import, storage, drift and reconcile ------------------------------------
+
+register(
+    Tool(
+        name="list_importable_clusters",
+        title="List importable clusters",
+        description=(
+            "List the EKS clusters of a region in the team's AWS account that InstantStart does not manage yet, "
+            "each with its HyperPod cluster if it has one. Read-only. Use it before import_cluster to find the "
+            "eks_cluster_name of a cluster made outside InstantStart. " + _REGION + "Returns {results: "
+            "[{eks_cluster_name, eks_status, kubernetes_version, vpc_id, hyperpod_cluster_name, hyperpod_status, "
+            "instance_groups [{name, instance_type, count}], managed_by_instantstart}]}. Next: import_cluster."
+        ),
+        view=ClusterViewSet,
+        action="importable",
+        input=RegionOnlyQuerySerializer,
+    ),
+    Tool(
+        name="import_cluster",
+        title="Import a cluster",
+        description=(
+            "Adopt an existing EKS cluster (and its HyperPod cluster) of the team's account so that InstantStart "
+            "can run workloads on it, without recreating or changing anything in the cloud. Needs the admin "
+            "role. Inputs: name (the cluster's name in InstantStart: 3-32 lowercase letters, digits, dashes; "
+            "unique in the team), region, eks_cluster_name (from list_importable_clusters). An unknown or "
+            "already managed EKS cluster is a validation error naming eks_cluster_name. " + _ACCEPTED + " The "
+            "imported cluster has managed false: delete_cluster later only forgets it."
+        ),
+        view=ClusterViewSet,
+        action="import_cluster",
+        method="post",
+        input=ClusterImportSerializer,
+        status_tool=STATUS_TOOL,
+    ),
+    Tool(
+        name="list_storage",
+        title="List a cluster's storage",
+        description=(
+            "List the shared storage mounted into a cluster: the S3 bucket or FSx file system created with it "
+            "and any attached later, each as a volume + claim in the team's namespace. Read-only. Use it to find "
+            "the claim_name a workload mounts, or a storage id for detach_storage. Input: cluster_id (the "
+            "cluster's id, from list_clusters). Returns {count, next, previous, results: [storage]}. "
+            + _STORAGE_SHAPE + " " + _NOT_FOUND + " Next: attach_storage to mount more."
+        ),
+        view=StorageViewSet,
+        action="list",
+        path_params={"cluster_id": "cluster_pk"},
+    ),
+    Tool(
+        name="attach_storage",
+        title="Attach storage",
+        description=(
+            "Mount an existing S3 bucket or FSx for Lustre file system of the team's account into a cluster, as "
+            "a volume + claim (named like the storage) in the team's namespace. Nothing is created in AWS. "
+            "Needs the admin role. Inputs: cluster_id, name (3-32 lowercase letters, digits, dashes; unique in "
+            "the cluster; also the claim name workloads mount), kind (s3 or fsx), bucket for s3 or "
+            "file_system_id (fs-…) for fsx. A bucket or file system the account does not have is a validation "
+            "error naming the field. Returns at once (HTTP 202) {storage, operation}. " + _STORAGE_SHAPE
+            + " Next: poll get_operation with operation.id until it is terminal; list_storage then shows the "
+            "storage attached. " + _NOT_FOUND
+        ),
+        view=StorageViewSet,
+        action="create",
+        method="post",
+        input=StorageAttachSerializer,
+        path_params={"cluster_id": "cluster_pk"},
+        status_tool=STATUS_TOOL,
+    ),
+    Tool(
+        name="detach_storage",
+        title="Detach storage",
+        description=(
+            "Unmount storage from a cluster: its volume and claim are removed; the bucket or file system and "
+            "its data stay in the account. Running workloads that mount the claim lose it, so confirm with the "
+            "user first. Needs the admin role. Inputs: cluster_id and storage_id (from list_storage). "
+            + _OPERATION_ACCEPTED + " " + _NOT_FOUND + " So is a storage id of another cluster."
+        ),
+        view=StorageViewSet,
+        action="destroy",
+        method="delete",
+        path_params={"cluster_id": "cluster_pk", "storage_id": "pk"},
+        status_tool=STATUS_TOOL,
+        destructive=True,
+    ),
+    Tool(
+        name="get_cluster_drift",
+        title="Get a cluster's drift",
+        description=(
+            "Compare a cluster's actual state in AWS and Kubernetes with what InstantStart recorded: the EKS "
+            "cluster (exists, version, status), the HyperPod cluster and its instance groups (exist, count, "
+            "instance type) and the claims of attached storage. Read-only diagnostic: it changes nothing. Only "
+            "active and imported clusters are compared; others answer in sync. Use it when workloads fail to "
+            "schedule or mount, or a cluster looks different in the AWS console. Input: id (the cluster's id). "
+            "Returns {in_sync, differences: [{resource, field, recorded, actual}]}. " + _NOT_FOUND + " Next: "
+            "when it is not in sync, suggest reconcile_cluster to the user (it changes state) rather than "
+            "repairing anything yourself."
+        ),
+        view=ClusterViewSet,
+        action="drift",
+    ),
+    Tool(
+        name="reconcile_cluster",
+        title="Reconcile a cluster",
+        description=(
+            "Record the cluster's actual state and put back what went missing in Kubernetes (manifests, storage "
+            "volumes and claims). Use it after get_cluster_drift showed differences and the user agreed to "
+            "repair. Needs the admin role. Input: id (the cluster's id). While another operation runs on the "
+            "cluster the call is a conflict error. " + _OPERATION_ACCEPTED + " Then call get_cluster_drift "
+            "again to confirm the cluster is in sync. " + _NOT_FOUND
+        ),
+        view=ClusterViewSet,
+        action="reconcile",
+        method="post",
+        status_tool=STATUS_TOOL,
+    ),
+)
