@@ -123,6 +123,8 @@ class WorkerProcess:
             "OPERATION_BACKOFF_MAX": str(settings.OPERATIONS["BACKOFF_MAX_SECONDS"]),
             "OPERATION_POLL_SECONDS": str(settings.OPERATIONS["DEFAULT_POLL_SECONDS"]),
             "OPERATION_SWEEP_GRACE": str(settings.OPERATIONS["SWEEP_GRACE_SECONDS"]),
+            "OPERATION_POLL_SCALE": str(settings.OPERATIONS["POLL_SCALE"]),
+            "OPERATION_TRANSIENT_RETRIES": str(settings.OPERATIONS["TRANSIENT_RETRIES"]),
             "SANDBOX_AWS_ENDPOINT": settings.SANDBOX_AWS_ENDPOINT or "",
         }
         env.update(self.extra_env)
@@ -203,6 +205,40 @@ def start_worker(transactional_db, worker_queue):
     yield start
     for worker in workers:
         worker.stop()
+
+
+# --- the sandbox cloud ---------------------------------------------------------------------
+
+SANDBOX_SPEEDUP = 1000.0
+
+
+@pytest.fixture(scope="session")
+def sandbox_server(tmp_path_factory):
+    """One sandbox per test run (moto's state is process-global); teams are isolated as accounts."""
+    from sandbox.server import Sandbox
+
+    server = Sandbox(tmp_path_factory.mktemp("sandbox"), port=0, speedup=SANDBOX_SPEEDUP).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def sandbox(sandbox_server, settings):
+    """The sandbox, with this test's settings pointing at it and polls scaled to its speed."""
+    from instantstart.cloud.aws import forget_credentials
+
+    settings.SANDBOX_AWS_ENDPOINT = sandbox_server.aws_endpoint
+    settings.OPERATIONS = {
+        **settings.OPERATIONS,
+        "POLL_SCALE": 1.0 / SANDBOX_SPEEDUP * 5,
+        "BACKOFF_BASE_SECONDS": 0.05,
+        "BACKOFF_MAX_SECONDS": 0.5,
+        "LEASE_SECONDS": 20,
+        "SWEEP_GRACE_SECONDS": 1.0,
+    }
+    forget_credentials()
+    yield sandbox_server
+    sandbox_server.faults.clear() if hasattr(sandbox_server.faults, "clear") else None
 
 
 def wait_until(predicate, timeout: float = 30.0, interval: float = 0.1, message: str = "condition"):

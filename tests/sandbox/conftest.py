@@ -20,7 +20,7 @@ if str(ROOT) not in sys.path:  # the editable install may predate sandbox/__init
 
 from sandbox.server import Sandbox  # noqa: E402
 
-SPEEDUP = 2000.0
+SPEEDUP = 5000.0
 REGION = "us-west-2"
 
 
@@ -63,7 +63,7 @@ class Account:
 
         self.id = account_id or new_account()
         self.endpoint = sb.aws_endpoint
-        self.config = Config(retries={"max_attempts": retries + 1, "mode": "standard"}, connect_timeout=5,
+        self.config = Config(retries={"total_max_attempts": retries + 1, "mode": "standard"}, connect_timeout=5,
                              read_timeout=30)
         base = _session().client("sts", endpoint_url=self.endpoint, aws_access_key_id="AKIAIOSFODNN7EXAMPLE",
                                  aws_secret_access_key="secret", region_name=REGION)
@@ -100,6 +100,22 @@ def make_account(sandbox: Sandbox) -> Callable[..., Account]:
     return lambda **kw: Account(sandbox, **kw)
 
 
+class slow_time:
+    """Within the block, new transitions take (nearly) real time, so intermediate states can be asserted
+    without racing the clock; on exit every pending transition is fast-forwarded."""
+
+    def __init__(self, sb: Sandbox):
+        self.sb = sb
+
+    def __enter__(self) -> None:
+        self.saved = self.sb.world.speedup
+        self.sb.world.speedup = 1.0
+
+    def __exit__(self, *exc: Any) -> None:
+        self.sb.world.speedup = self.saved
+        self.sb.advance()
+
+
 def wait_for(fn: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02) -> Any:
     """Poll fn until it returns something truthy (no fixed sleeps)."""
     deadline = time.monotonic() + timeout
@@ -128,7 +144,8 @@ def role(acct: Account, name: str, *policies: str) -> str:
     return f"arn:aws:iam::{acct.id}:role/{name}"
 
 
-def eks_cluster(acct: Account, name: str = "ml", net: dict[str, Any] | None = None, wait: bool = True) -> dict[str, Any]:
+def eks_cluster(acct: Account, name: str = "ml", net: dict[str, Any] | None = None,
+                wait: bool = True) -> dict[str, Any]:
     net = net or network(acct)
     role_arn = role(acct, f"{name}-eks-role", "AmazonEKSClusterPolicy")
     acct.eks.create_cluster(name=name, version="1.32", roleArn=role_arn,

@@ -7,7 +7,7 @@ import base64
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.sandbox.conftest import eks_cluster, network, role, wait_for
+from tests.sandbox.conftest import eks_cluster, network, role, slow_time, wait_for
 
 
 def test_cluster_creating_then_active_with_reachable_endpoint(account, sandbox):
@@ -27,15 +27,17 @@ def test_cluster_creating_then_active_with_reachable_endpoint(account, sandbox):
 def test_create_fails_fault_ends_failed(account, sandbox):
     sandbox.faults.add("create_fails", service="eks", name="broken")
     net = network(account)
-    account.eks.create_cluster(name="broken", roleArn=role(account, "r"), resourcesVpcConfig={"subnetIds": net["subnets"]})
+    account.eks.create_cluster(name="broken", roleArn=role(account, "r"),
+                               resourcesVpcConfig={"subnetIds": net["subnets"]})
     c = wait_for(lambda: (d := account.eks.describe_cluster(name="broken")["cluster"])["status"] == "FAILED" and d)
     assert c["health"]["issues"][0]["code"] == "InternalFailure"
 
 
-def test_delete_goes_through_deleting(account):
+def test_delete_goes_through_deleting(account, sandbox):
     eks_cluster(account, "gone")
-    assert account.eks.delete_cluster(name="gone")["cluster"]["status"] == "DELETING"
-    assert account.eks.describe_cluster(name="gone")["cluster"]["status"] in ("DELETING",)
+    with slow_time(sandbox):
+        assert account.eks.delete_cluster(name="gone")["cluster"]["status"] == "DELETING"
+        assert account.eks.describe_cluster(name="gone")["cluster"]["status"] == "DELETING"
 
     def gone() -> bool:
         try:
@@ -95,8 +97,9 @@ def test_addons_lifecycle_and_versions(account):
 def test_training_operator_needs_cert_manager(account):
     eks_cluster(account, "op")
     account.eks.create_addon(clusterName="op", addonName="amazon-sagemaker-hyperpod-training-operator")
-    a = wait_for(lambda: (x := account.eks.describe_addon(
-        clusterName="op", addonName="amazon-sagemaker-hyperpod-training-operator")["addon"])["status"] != "CREATING" and x)
+    op = "amazon-sagemaker-hyperpod-training-operator"
+    a = wait_for(lambda: (x := account.eks.describe_addon(clusterName="op", addonName=op)["addon"])["status"]
+                 != "CREATING" and x)
     assert a["status"] == "CREATE_FAILED"
     assert "cert-manager" in a["health"]["issues"][0]["message"]
     account.eks.delete_addon(clusterName="op", addonName="amazon-sagemaker-hyperpod-training-operator")
@@ -107,9 +110,9 @@ def test_training_operator_needs_cert_manager(account):
         clusterName="op", addonName="amazon-sagemaker-hyperpod-training-operator")["addon"]["status"] == "ACTIVE")
 
 
-def test_addon_on_creating_cluster_is_rejected(account):
-    eks_cluster(account, "early", wait=False)
-    with pytest.raises(ClientError) as e:
+def test_addon_on_creating_cluster_is_rejected(account, sandbox):
+    with slow_time(sandbox), pytest.raises(ClientError) as e:
+        eks_cluster(account, "early", wait=False)
         account.eks.create_addon(clusterName="early", addonName="coredns")
     assert e.value.response["Error"]["Code"] == "InvalidRequestException"
 
@@ -153,3 +156,39 @@ def test_access_entries_and_policies(account):
     with pytest.raises(ClientError) as err:
         account.eks.describe_access_entry(clusterName="ae", principalArn=admin)
     assert err.value.response["Error"]["Code"] == "ResourceNotFoundException"
+
+
+def test_cluster_version_update_and_updates_api(account, sandbox):
+    eks_cluster(account, "up")  # 1.32
+    with slow_time(sandbox):
+        u = account.eks.update_cluster_version(name="up", version="1.33")["update"]
+        assert u["status"] == "InProgress" and u["type"] == "VersionUpdate"
+        assert account.eks.describe_cluster(name="up")["cluster"]["status"] == "UPDATING"
+        with pytest.raises(ClientError) as e:
+            account.eks.create_addon(clusterName="up", addonName="coredns")
+        assert e.value.response["Error"]["Code"] == "InvalidRequestException"
+    wait_for(lambda: account.eks.describe_update(name="up", updateId=u["id"])["update"]["status"] == "Successful")
+    c = account.eks.describe_cluster(name="up")["cluster"]
+    assert c["status"] == "ACTIVE" and c["version"] == "1.33"
+    assert account.eks.list_updates(name="up")["updateIds"] == [u["id"]]
+    with pytest.raises(ClientError) as e:
+        account.eks.update_cluster_version(name="up", version="1.31")
+    assert e.value.response["Error"]["Code"] == "InvalidParameterException"
+    versions = account.eks.describe_cluster_versions()["clusterVersions"]
+    assert any(v["clusterVersion"] == "1.33" and v["defaultVersion"] for v in versions)
+
+
+def test_nodegroup_scaling_update(account):
+    c = eks_cluster(account, "scale")
+    node_role = role(account, "node", "AmazonEKSWorkerNodePolicy")
+    account.eks.create_nodegroup(clusterName="scale", nodegroupName="cpu", subnets=c["net"]["subnets"],
+                                 nodeRole=node_role, scalingConfig={"minSize": 1, "maxSize": 4, "desiredSize": 1})
+    wait_for(lambda: account.eks.describe_nodegroup(clusterName="scale", nodegroupName="cpu")["nodegroup"]["status"]
+             == "ACTIVE")
+    u = account.eks.update_nodegroup_config(clusterName="scale", nodegroupName="cpu",
+                                            scalingConfig={"desiredSize": 3})["update"]
+    wait_for(lambda: account.eks.describe_update(name="scale", updateId=u["id"], nodegroupName="cpu")["update"][
+        "status"] == "Successful")
+    ng = account.eks.describe_nodegroup(clusterName="scale", nodegroupName="cpu")["nodegroup"]
+    assert ng["scalingConfig"]["desiredSize"] == 3
+    assert account.eks.list_updates(name="scale", nodegroupName="cpu")["updateIds"] == [u["id"]]

@@ -7,7 +7,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from sandbox.aws import lifecycle
-from tests.sandbox.conftest import eks_cluster, hyperpod, wait_for
+from tests.sandbox.conftest import eks_cluster, hyperpod, slow_time, wait_for
 
 
 def _status(acct, name):
@@ -25,7 +25,7 @@ def _kube_nodes(sandbox, acct, eks_name):
 
 def test_create_keeps_fields_and_nodes_progress(account, sandbox):
     eks = eks_cluster(account, "ml")
-    sandbox.world.speedup = 300.0  # slow enough to watch Pending -> Running (8 min real -> 1.6 s)
+    sandbox.world.speedup = 500.0  # slow enough to watch Pending -> Running (8 min real -> ~1 s)
     arn = hyperpod(account, "hp", eks, groups=[
         {"InstanceGroupName": "gpu", "InstanceType": "ml.p5.48xlarge", "InstanceCount": 4,
          "OnStartDeepHealthChecks": ["InstanceStress", "InstanceConnectivity"],
@@ -46,7 +46,8 @@ def test_create_keeps_fields_and_nodes_progress(account, sandbox):
         return _status(account, "hp") == "InService"
 
     wait_for(in_service, timeout=10)
-    assert any("Running" in s and "Pending" in s + ("DeepHealthCheckInProgress",) for s in seen)  # progressive
+    assert any("DeepHealthCheckInProgress" in s for s in seen), seen  # on-start deep health checks ran
+    assert any("Running" in s and set(s) - {"Running"} for s in seen), seen  # nodes came up one by one
     g = account.sagemaker.describe_cluster(ClusterName="hp")["InstanceGroups"][0]
     assert g["CurrentCount"] == 4 and g["TargetCount"] == 4 and g["Status"] == "InService"
     nodes = _kube_nodes(sandbox, account, "ml")
@@ -81,13 +82,14 @@ def test_update_cluster_partial_upsert_and_delete_group(account, sandbox):
     hyperpod(account, "hp", eks)
     wait_for(lambda: _status(account, "hp") == "InService")
     exec_role = account.sagemaker.describe_cluster(ClusterName="hp")["InstanceGroups"][0]["ExecutionRole"]
-    account.sagemaker.update_cluster(ClusterName="hp", InstanceGroups=[
-        {"InstanceGroupName": "cpu", "InstanceType": "ml.m5.2xlarge", "InstanceCount": 1,
-         "ExecutionRole": exec_role, "LifeCycleConfig": {"SourceS3Uri": "s3://b/lc", "OnCreate": "x.sh"}}])
-    assert _status(account, "hp") == "Updating"
-    with pytest.raises(ClientError) as e:
-        account.sagemaker.update_cluster(ClusterName="hp", InstanceGroupsToDelete=["cpu"])
-    assert e.value.response["Error"]["Code"] == "ConflictException"
+    with slow_time(sandbox):
+        account.sagemaker.update_cluster(ClusterName="hp", InstanceGroups=[
+            {"InstanceGroupName": "cpu", "InstanceType": "ml.m5.2xlarge", "InstanceCount": 1,
+             "ExecutionRole": exec_role, "LifeCycleConfig": {"SourceS3Uri": "s3://b/lc", "OnCreate": "x.sh"}}])
+        assert _status(account, "hp") == "Updating"
+        with pytest.raises(ClientError) as e:
+            account.sagemaker.update_cluster(ClusterName="hp", InstanceGroupsToDelete=["cpu"])
+        assert e.value.response["Error"]["Code"] == "ConflictException"
     wait_for(lambda: _status(account, "hp") == "InService")
     groups = {g["InstanceGroupName"]: g for g in account.sagemaker.describe_cluster(ClusterName="hp")["InstanceGroups"]}
     assert groups["gpu"]["CurrentCount"] == 2 and groups["cpu"]["CurrentCount"] == 1  # gpu untouched
@@ -113,11 +115,12 @@ def test_node_batch_operations(account, sandbox):
     wait_for(lambda: _status(account, "hp") == "InService")
     a, b, c = sorted(n["InstanceId"] for n in _nodes(account, "hp"))
     sm = account.sagemaker
-    r = sm.batch_reboot_cluster_nodes(ClusterName="hp", NodeIds=[a, "i-0000000000000dead"])
-    assert r["Successful"] == [a] and r["Failed"][0]["ErrorCode"] == "InstanceIdNotFound"
-    labels = {n["instance_id"]: n for n in _kube_nodes(sandbox, account, "ml")}
-    assert labels[a]["ready"] is False
-    assert labels[a]["labels"]["sagemaker.amazonaws.com/node-health-status"] == "UnschedulablePendingReboot"
+    with slow_time(sandbox):
+        r = sm.batch_reboot_cluster_nodes(ClusterName="hp", NodeIds=[a, "i-0000000000000dead"])
+        assert r["Successful"] == [a] and r["Failed"][0]["ErrorCode"] == "InstanceIdNotFound"
+        labels = {n["instance_id"]: n for n in _kube_nodes(sandbox, account, "ml")}
+        assert labels[a]["ready"] is False
+        assert labels[a]["labels"]["sagemaker.amazonaws.com/node-health-status"] == "UnschedulablePendingReboot"
     wait_for(lambda: sm.describe_cluster_node(ClusterName="hp", NodeId=a)["NodeDetails"]["InstanceStatus"]["Status"]
              == "Running")
     assert sm.batch_replace_cluster_nodes(ClusterName="hp", NodeIds=[b])["Successful"] == [b]
@@ -130,12 +133,13 @@ def test_node_batch_operations(account, sandbox):
     assert c not in {n["instance_id"] for n in _kube_nodes(sandbox, account, "ml")}
 
 
-def test_software_update(account):
+def test_software_update(account, sandbox):
     eks = eks_cluster(account, "ml")
     hyperpod(account, "hp", eks)
     wait_for(lambda: _status(account, "hp") == "InService")
-    account.sagemaker.update_cluster_software(ClusterName="hp")
-    assert _status(account, "hp") == "SystemUpdating"
+    with slow_time(sandbox):
+        account.sagemaker.update_cluster_software(ClusterName="hp")
+        assert _status(account, "hp") == "SystemUpdating"
     wait_for(lambda: _status(account, "hp") == "InService")
     assert all("LastSoftwareUpdateTime" in n for n in _nodes(account, "hp"))
 
@@ -149,8 +153,9 @@ def test_insufficient_capacity_fails_create(account, sandbox):
     assert "InsufficientInstanceCapacity" in d["FailureMessage"] and "us-west-2b" in d["FailureMessage"]
     assert d["InstanceGroups"][0]["Status"] == "Failed"
     assert _nodes(account, "hp") == []
-    account.sagemaker.delete_cluster(ClusterName="hp")
-    assert _status(account, "hp") == "Deleting"
+    with slow_time(sandbox):
+        account.sagemaker.delete_cluster(ClusterName="hp")
+        assert _status(account, "hp") == "Deleting"
 
     def gone() -> bool:
         try:
@@ -217,6 +222,24 @@ def test_validation_errors(account):
         account.sagemaker.describe_cluster(ClusterName="nope")
     assert e.value.response["Error"]["Code"] == "ResourceNotFound"
     eks = eks_cluster(account, "slow", wait=False)
+    with pytest.raises(ClientError) as e:
+        hyperpod(account, "hp", eks)
+    assert e.value.response["Error"]["Code"] == "ValidationException"
+
+
+def test_tags_on_hyperpod_cluster(account):
+    eks = eks_cluster(account, "ml")
+    arn = hyperpod(account, "hp", eks, Tags=[{"Key": "team", "Value": "acme"}])
+    account.sagemaker.add_tags(ResourceArn=arn, Tags=[{"Key": "owner", "Value": "ops"}])
+    tags = {t["Key"]: t["Value"] for t in account.sagemaker.list_tags(ResourceArn=arn)["Tags"]}
+    assert tags == {"team": "acme", "owner": "ops"}
+    account.sagemaker.delete_tags(ResourceArn=arn, TagKeys=["owner"])
+    assert account.sagemaker.list_tags(ResourceArn=arn)["Tags"] == [{"Key": "team", "Value": "acme"}]
+
+
+def test_unknown_subnet_is_rejected(account):
+    eks = eks_cluster(account, "ml")
+    eks["net"]["subnets"] = ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"]
     with pytest.raises(ClientError) as e:
         hyperpod(account, "hp", eks)
     assert e.value.response["Error"]["Code"] == "ValidationException"

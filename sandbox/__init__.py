@@ -1,0 +1,19 @@
+"""The emulated world InstantStart runs against: AWS (moto + extensions) and Kubernetes API emulators.
+
+Imports nothing from Django. `from sandbox.server import Sandbox` (imported lazily here so that
+`import sandbox` stays cheap).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["Sandbox"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Sandbox":
+        from sandbox.server import Sandbox
+
+        return Sandbox
+    raise AttributeError(name)

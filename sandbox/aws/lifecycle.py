@@ -1,0 +1,80 @@
+"""The controller tick of the AWS half: advance every timed transition, then describe what the
+Kubernetes half should look like (clusters, nodes, active add-ons)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from sandbox.aws.ec2_ext import tick_ec2
+from sandbox.aws.eks_addons import active_addons, tick_addons
+from sandbox.aws.eks_clusters import active_clusters, eks_backend, subnet_zone, tick_eks
+from sandbox.aws.eks_updates import tick_updates
+from sandbox.aws.instance_types import hardware
+from sandbox.aws.sagemaker_clusters import kube_nodes, tick_hyperpod
+from sandbox.aws.sagemaker_misc import tick_misc
+from sandbox.aws.world import World
+
+_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+
+
+@dataclass
+class KubeCluster:
+    key: str
+    version: str
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    addons: set[str] = field(default_factory=set)
+
+
+def tick(world: World) -> list[KubeCluster]:
+    with world.lock:
+        tick_eks(world)
+        tick_addons(world)
+        tick_updates(world)
+        tick_hyperpod(world)
+        tick_misc(world)
+        tick_ec2(world)
+        plan = []
+        for account, region, name, version in active_clusters(world):
+            arn = f"arn:aws:eks:{region}:{account}:cluster/{name}"
+            kc = KubeCluster(f"{account}/{region}/{name}", version)
+            kc.nodes = kube_nodes(world, account, region, arn) + nodegroup_nodes(account, region, name)
+            kc.addons = active_addons(world, account, region, name)
+            plan.append(kc)
+        return plan
+
+
+def nodegroup_nodes(account: str, region: str, cluster_name: str) -> list[dict[str, Any]]:
+    cluster = eks_backend(account, region).clusters.get(cluster_name)
+    out: list[dict[str, Any]] = []
+    if cluster is None:
+        return out
+    for ng in cluster.nodegroups.values():
+        if ng.status not in ("ACTIVE", "UPDATING"):
+            continue
+        desired = int((ng.scaling_config or {}).get("desiredSize", 0))
+        itype = (ng.instance_types or ["t3.medium"])[0]
+        subnets = ng.subnets or [""]
+        hw = hardware(itype)
+        for i in range(desired):
+            h = hashlib.sha256(f"{ng.arn}/{i}".encode()).hexdigest()
+            ip = f"10.0.{int(h[:2], 16)}.{int(h[2:4], 16)}"
+            subnet = subnets[i % len(subnets)]
+            zone = subnet_zone(account, region, subnet) if subnet else f"{region}a"
+            labels = dict(ng.labels or {})
+            labels.update({
+                "node.kubernetes.io/instance-type": itype, "topology.kubernetes.io/zone": zone,
+                "topology.kubernetes.io/region": region, "eks.amazonaws.com/nodegroup": ng.nodegroup_name,
+                "eks.amazonaws.com/capacityType": ng.capacity_type,
+            })
+            out.append({
+                "name": f"ip-{ip.replace('.', '-')}.{region}.compute.internal", "instance_id": "i-" + h[4:21],
+                "instance_group": ng.nodegroup_name, "instance_type": itype, "zone": zone,
+                "capacity_type": ng.capacity_type, "labels": labels,
+                "taints": [{"key": t.get("key"), "value": t.get("value", ""),
+                            "effect": _EFFECTS.get(t.get("effect"), "NoSchedule")} for t in ng.taints or []],
+                "gpus": hw["gpus"], "efa": hw["efa"], "cpu": hw["cpu"], "memory_gib": hw["memory_gib"],
+                "ready": True,
+            })
+    return out

@@ -1,0 +1,1 @@
+"""Simulated controllers (KWOK-style) that tick() runs against each cluster."""

@@ -1,0 +1,169 @@
+"""Streaming responses: watch events (newline-delimited JSON) and `logs -f`.
+
+Each stream waits on the cluster's condition variable with short timeouts and never holds
+the lock while writing to the socket, so a slow client cannot block the API server.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from .errors import gone
+from .resources import ResourceType
+from .store import Cluster
+
+Obj = dict[str, Any]
+MAX_WATCH_SECONDS = 1800.0
+
+
+def present(rt: ResourceType, obj: Obj) -> Obj:
+    """The object as served at the requested version (CRD versions share one store)."""
+    if obj.get("apiVersion") != rt.api_version:
+        obj = dict(obj, apiVersion=rt.api_version)
+    return obj
+
+
+def _line(etype: str, obj: Obj) -> bytes:
+    return (json.dumps({"type": etype, "object": obj}, separators=(",", ":")) + "\n").encode()
+
+
+def watch_stream(c: Cluster, rt: ResourceType, namespace: str | None, pred: Callable[[Obj], bool],
+                 rv: str | None, timeout: float | None,
+                 transform: Callable[[Obj], Obj] | None = None) -> Iterator[bytes]:
+    """Newline-delimited watch events; `transform` renders objects (e.g. as one-row Tables for kubectl)."""
+    if transform is not None:
+        def _present(rt: ResourceType, obj: Obj) -> Obj:
+            return transform(present(rt, obj))
+    else:
+        _present = present
+
+    deadline = time.monotonic() + min(timeout if timeout is not None else MAX_WATCH_SECONDS, MAX_WATCH_SECONDS)
+
+    def ok(o: Obj | None) -> bool:
+        if o is None:
+            return False
+        if namespace is not None and o["metadata"].get("namespace", "") != namespace:
+            return False
+        return pred(o)
+
+    initial: list[bytes] = []
+    with c.lock:
+        if rv in (None, "", "0"):
+            for o in c.list(rt.gr, namespace):
+                if ok(o):
+                    initial.append(_line("ADDED", _present(rt, o)))
+            last = c.rv
+        else:
+            try:
+                last = int(rv)
+            except ValueError:
+                last = c.rv
+            oldest = c.history[0].rv if c.history else c.rv + 1
+            if last < oldest - 1 and len(c.history) == c.history.maxlen:
+                err = gone(f"too old resource version: {last} ({oldest - 1})").status()
+                initial.append(_line("ERROR", err))
+                yield from initial
+                return
+    yield from initial
+
+    while True:
+        out: list[bytes] = []
+        with c.lock:
+            if c.closed:
+                return
+            pending = []
+            for ev in reversed(c.history):
+                if ev.rv <= last:
+                    break
+                pending.append(ev)
+            if not pending:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return
+                c.cond.wait(min(remaining, 1.0))
+                continue
+            pending.reverse()
+            for ev in pending:
+                last = ev.rv
+                if ev.gr != rt.gr:
+                    continue
+                new_ok, old_ok = ok(ev.obj), ok(ev.old)
+                if ev.type == "ADDED" and new_ok:
+                    out.append(_line("ADDED", _present(rt, ev.obj)))
+                elif ev.type == "MODIFIED":
+                    if new_ok and old_ok:
+                        out.append(_line("MODIFIED", _present(rt, ev.obj)))
+                    elif new_ok:
+                        out.append(_line("ADDED", _present(rt, ev.obj)))
+                    elif old_ok:
+                        out.append(_line("DELETED", _present(rt, ev.obj)))
+                elif ev.type == "DELETED" and (old_ok or new_ok):
+                    out.append(_line("DELETED", _present(rt, ev.obj)))
+        if out:
+            yield b"".join(out)
+        if time.monotonic() >= deadline:
+            return
+
+
+def _fmt(entry: list[str], timestamps: bool) -> str:
+    return f"{entry[0]} {entry[1]}\n" if timestamps else f"{entry[1]}\n"
+
+
+def select_lines(lines: list[list[str]], tail: int | None, since_seconds: int | None) -> list[list[str]]:
+    out = lines
+    if since_seconds is not None:
+        cutoff = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() - since_seconds))
+        out = [x for x in out if x[0][:19] >= cutoff]
+    if tail is not None:
+        out = out[-tail:] if tail > 0 else []
+    return out
+
+
+def log_text(lines: list[list[str]], timestamps: bool, limit_bytes: int | None) -> bytes:
+    data = "".join(_fmt(x, timestamps) for x in lines).encode()
+    return data[:limit_bytes] if limit_bytes else data
+
+
+def container_running(pod: Obj, container: str) -> bool:
+    """Whether more output can come: the pod is not finished and the container not terminated."""
+    st = pod.get("status") or {}
+    if st.get("phase") in ("Succeeded", "Failed"):
+        return False
+    for cs in st.get("containerStatuses") or []:
+        if cs.get("name") == container and "terminated" in (cs.get("state") or {}):
+            return False
+    return True
+
+
+def follow_logs(c: Cluster, namespace: str, name: str, uid: str, container: str, tail: int | None,
+                since_seconds: int | None, timestamps: bool) -> Iterator[bytes]:
+    """Stream existing lines, then new ones until the container stops or the pod goes away."""
+    key = f"{uid}/{container}"
+    with c.lock:
+        lines = c.logs.get(key, [])
+        first = select_lines(lines, tail, since_seconds)
+        pos = len(lines)
+    if first:
+        yield log_text(first, timestamps, None)
+    deadline = time.monotonic() + MAX_WATCH_SECONDS
+    while time.monotonic() < deadline:
+        with c.lock:
+            if c.closed:
+                return
+            lines = c.logs.get(key, [])
+            if len(lines) < pos:  # trimmed at the front; resume at the end
+                pos = len(lines)
+            new = lines[pos:]
+            pos = len(lines)
+            pod = c.get("/pods", namespace, name)
+            alive = pod is not None and pod["metadata"]["uid"] == uid and container_running(pod, container)
+            if not new and alive:
+                c.cond.wait(0.5)
+                continue
+        if new:
+            yield log_text(new, timestamps, None)
+        if not alive:
+            return

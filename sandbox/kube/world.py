@@ -1,0 +1,187 @@
+"""`KubeWorld`: every emulated EKS cluster's API server, its simulated controllers and persistence.
+
+See sandbox/CONTRACT.md for how the server and the AWS half drive it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import traceback
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from .api import KubeApi
+from .controllers import inference, ray, training
+from .controllers.base import Ctx, make_ctx, pod_active
+from .controllers.kubelet import crash, run_kubelet
+from .controllers.nodes import sync_nodes as _sync_nodes
+from .controllers.scheduler import schedule
+from .controllers.workloads import run_workloads
+from .operators import apply_addons
+from .store import Cluster
+
+SNAPSHOT = "kube.json"
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+Controller = Callable[[Cluster, Ctx], None]
+# order matters a little: owners first, so that their pods are scheduled and started in the same tick
+CONTROLLERS: list[tuple[str, Controller]] = [
+    ("workloads", run_workloads),
+    ("training", training.run),
+    ("ray", ray.run),
+    ("inference", inference.run),
+    ("scheduler", schedule),
+    ("kubelet", run_kubelet),
+]
+
+
+class KubeWorld:
+    def __init__(self, state_dir: Path | str | None, speedup: float = 20.0, *,
+                 kubectl_anonymous: bool = True) -> None:
+        self.state_dir = Path(state_dir) if state_dir else None
+        self.speedup = float(speedup)
+        # kubectl withholds tokens over http; see KubeApi.authorized
+        self.kubectl_anonymous = kubectl_anonymous
+        self._saved_sig: tuple[Any, ...] | None = None
+        self.controller_errors: list[str] = []  # tracebacks of failed controller runs (tests assert none)
+        self.clusters: dict[str, Cluster] = {}
+        self._lock = threading.Lock()  # guards the clusters map, not the clusters
+        self._api = KubeApi(self)
+        if self.state_dir and (self.state_dir / SNAPSHOT).exists():
+            data = json.loads((self.state_dir / SNAPSHOT).read_text())
+            for cd in data.get("clusters", []):
+                c = Cluster.restore(cd)
+                self.clusters[c.key] = c
+
+    # ------------------------------------------------------------ HTTP
+
+    def wsgi(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        return self._api(environ, start_response)
+
+    # ------------------------------------------------------------ lifecycle driven by the AWS half
+
+    def ensure_cluster(self, key: str, version: str = "1.31") -> Cluster:
+        with self._lock:
+            c = self.clusters.get(key)
+            if c is None:
+                c = Cluster(key, version)
+                self.clusters[key] = c
+                new = True
+            else:
+                new = False
+        if new:
+            with c.lock:
+                _bootstrap(c)
+        elif c.version != version and version:
+            c.version = version
+        return c
+
+    def drop_cluster(self, key: str) -> None:
+        with self._lock:
+            c = self.clusters.pop(key, None)
+        if c is not None:
+            with c.lock:
+                c.closed = True
+                c.cond.notify_all()
+
+    def sync_nodes(self, key: str, nodes: list[dict[str, Any]]) -> None:
+        c = self.clusters.get(key)
+        if c is None:
+            return
+        with c.lock:
+            _sync_nodes(c, nodes)
+
+    def set_addons(self, key: str, names: set[str] | Iterable[str]) -> None:
+        c = self.clusters.get(key)
+        if c is None:
+            return
+        with c.lock:
+            apply_addons(c, set(names))
+
+    def inject_pod_crash(self, key: str, namespace: str, name_prefix: str, count: int = 1) -> list[str]:
+        """Fail up to `count` running pods whose name starts with name_prefix; returns their names."""
+        c = self.clusters.get(key)
+        if c is None:
+            return []
+        crashed = []
+        with c.lock:
+            for pod in c.list("/pods", namespace or None):
+                if len(crashed) >= count:
+                    break
+                if pod["metadata"]["name"].startswith(name_prefix) and pod_active(pod) and \
+                        (pod.get("status") or {}).get("phase") == "Running":
+                    crash(c, pod, 137 if len(crashed) % 2 == 0 else 1)
+                    crashed.append(pod["metadata"]["name"])
+        return crashed
+
+    def tick(self) -> None:
+        ctx = make_ctx(self.speedup)
+        for c in list(self.clusters.values()):
+            with c.lock:
+                for name, fn in CONTROLLERS:
+                    try:
+                        fn(c, ctx)
+                    except Exception:  # noqa: BLE001 - one broken controller must not stop the world
+                        tb = traceback.format_exc()
+                        if len(self.controller_errors) < 50:
+                            self.controller_errors.append(f"{name} on {c.key}: {tb}")
+                        print(f"[sandbox.kube] controller {name} failed on {c.key}\n{tb}", flush=True)
+
+    def save(self) -> None:
+        if not self.state_dir:
+            return
+        # the server saves every few seconds: skip the (multi-MB) write when nothing changed
+        sig = tuple(sorted((c.key, c.rv, sum(len(v) for v in c.logs.values()), tuple(sorted(c.addons)))
+                           for c in list(self.clusters.values())))
+        if sig == self._saved_sig and (self.state_dir / SNAPSHOT).exists():
+            return
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        snaps = []
+        for c in list(self.clusters.values()):
+            with c.lock:
+                snaps.append(json.dumps(c.snapshot()))
+        tmp = self.state_dir / (SNAPSHOT + ".tmp")
+        tmp.write_text('{"format": 1, "clusters": [' + ",".join(snaps) + "]}")
+        os.replace(tmp, self.state_dir / SNAPSHOT)
+        self._saved_sig = sig
+
+    def close(self) -> None:
+        """End open watch and log streams (server shutdown)."""
+        for c in list(self.clusters.values()):
+            with c.lock:
+                c.closed = True
+                c.cond.notify_all()
+
+    # ------------------------------------------------------------ conveniences for tests / tools
+
+    def cluster(self, key: str) -> Cluster:
+        return self.clusters[key]
+
+
+def _bootstrap(c: Cluster) -> None:
+    """What a fresh EKS control plane serves before any add-on: namespaces, the kubernetes Service,
+    the gp2 StorageClass, the aws-auth ConfigMap."""
+    ns_rt = c.type_by_gr("/namespaces")
+    assert ns_rt is not None
+    for ns in SYSTEM_NAMESPACES:
+        if c.get("/namespaces", "", ns) is None:
+            c.create(ns_rt, {"metadata": {"name": ns}})
+    svc_rt = c.type_by_gr("/services")
+    if svc_rt and c.get("/services", "default", "kubernetes") is None:
+        c.create(svc_rt, {"metadata": {"name": "kubernetes", "namespace": "default",
+                                       "labels": {"component": "apiserver", "provider": "kubernetes"}},
+                          "spec": {"clusterIP": "10.100.0.1", "ports": [
+                              {"name": "https", "port": 443, "protocol": "TCP", "targetPort": 443}]}}, "default")
+    sc_rt = c.type_by_gr("storage.k8s.io/storageclasses")
+    if sc_rt and c.get("storage.k8s.io/storageclasses", "", "gp2") is None:
+        c.create(sc_rt, {"metadata": {"name": "gp2", "annotations": {
+            "storageclass.kubernetes.io/is-default-class": "true"}}, "provisioner": "kubernetes.io/aws-ebs",
+            "parameters": {"fsType": "ext4", "type": "gp2"}, "reclaimPolicy": "Delete",
+            "volumeBindingMode": "WaitForFirstConsumer"})
+    cm_rt = c.type_by_gr("/configmaps")
+    if cm_rt and c.get("/configmaps", "kube-system", "aws-auth") is None:
+        c.create(cm_rt, {"metadata": {"name": "aws-auth", "namespace": "kube-system"},
+                         "data": {"mapRoles": "[]\n"}}, "kube-system")

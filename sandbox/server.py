@@ -1,0 +1,251 @@
+"""One threaded WSGI server on 127.0.0.1 hosting both halves of the sandbox (see CONTRACT.md).
+
+    /k8s/{account}/{region}/{cluster}/...  -> KubeWorld.wsgi (sandbox/kube)
+    /_sandbox/...                          -> ControlApp (sandbox/control.py)
+    everything else                        -> AwsApp: moto + our extensions (sandbox/aws)
+
+Only one Sandbox may run per process at a time: moto keeps its backends in module globals.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from sandbox.control import ControlApp
+from sandbox.faults import Faults
+
+log = logging.getLogger("sandbox")
+
+SAVE_EVERY = 3.0  # seconds between snapshots while something changed
+TICK = 0.1
+
+
+class _NullKube:
+    """Stand-in used only when sandbox.kube is not importable, so the AWS half still runs."""
+
+    def __init__(self, state_dir: Path | None, speedup: float):
+        self.clusters: dict[str, Any] = {}
+
+    def wsgi(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        body = (b'{"kind":"Status","apiVersion":"v1","status":"Failure","message":"kube emulator not available",'
+                b'"reason":"ServiceUnavailable","code":503}')
+        start_response("503 Service Unavailable", [("Content-Type", "application/json"),
+                                                   ("Content-Length", str(len(body)))])
+        return [body]
+
+    def ensure_cluster(self, key: str, version: str) -> None:
+        self.clusters.setdefault(key, {"version": version})
+
+    def drop_cluster(self, key: str) -> None:
+        self.clusters.pop(key, None)
+
+    def sync_nodes(self, key: str, nodes: list[dict[str, Any]]) -> None:
+        self.clusters.setdefault(key, {})["nodes"] = nodes
+
+    def set_addons(self, key: str, names: set[str]) -> None:
+        self.clusters.setdefault(key, {})["addons"] = set(names)
+
+    def inject_pod_crash(self, key: str, namespace: str, name_prefix: str, count: int = 1) -> None:
+        pass
+
+    def tick(self) -> None:
+        pass
+
+    def save(self) -> None:
+        pass
+
+
+def _kube_class() -> Any:
+    try:
+        from sandbox.kube import KubeWorld  # type: ignore[attr-defined]
+
+        return KubeWorld
+    except Exception:  # missing or broken kube half: keep the AWS half usable
+        log.warning("sandbox.kube.KubeWorld not importable; Kubernetes endpoints answer 503\n%s",
+                    traceback.format_exc(limit=2))
+        return _NullKube
+
+
+def _default_speedup() -> float:
+    return float(os.environ.get("SANDBOX_SPEEDUP", "20") or 20)
+
+
+class Sandbox:
+    _running: Sandbox | None = None  # moto's state is per process: one running Sandbox at a time
+
+    def __init__(self, state_dir: Path | str | None = None, port: int = 0, speedup: float | None = None,
+                 region: str = "us-west-2"):
+        from sandbox.aws.world import World
+
+        self.state_dir = Path(state_dir) if state_dir else None
+        self.port = port
+        self.speedup = float(speedup) if speedup is not None else _default_speedup()
+        self.region = region
+        self.world = World(self.speedup, region, self.state_dir)
+        self.kube: Any = None
+        self._server: Any = None
+        self._threads: list[threading.Thread] = []
+        self._stop = threading.Event()
+        self._known_kube: set[str] = set()
+        self._last_save = 0.0
+        self._last_kube_save = 0.0
+        self.aws_endpoint = ""
+
+    @property
+    def faults(self) -> Faults:
+        return self.world.faults
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> Sandbox:
+        from moto.core.base_backend import BackendDict
+        from moto.moto_server.werkzeug_app import MotoRequestHandler
+        from werkzeug.serving import make_server
+
+        from sandbox.aws.app import AwsApp
+
+        if Sandbox._running is not None and Sandbox._running is not self:
+            raise RuntimeError(f"a Sandbox is already running in this process at {Sandbox._running.aws_endpoint}; "
+                               "moto keeps its state per process, so stop it first (or share it)")
+        Sandbox._running = self
+        try:
+            self._start(BackendDict, MotoRequestHandler, make_server, AwsApp)
+        except BaseException:
+            Sandbox._running = None
+            raise
+        return self
+
+    def _start(self, BackendDict: Any, MotoRequestHandler: Any, make_server: Any, AwsApp: Any) -> None:  # noqa: N803
+        os.environ.pop("MOTO_ACCOUNT_ID", None)  # would pin every request to one account
+        BackendDict.reset()  # moto state is process-global: start from the snapshot (or empty)
+        from sandbox.aws.app import _ACCOUNT_OF
+
+        _ACCOUNT_OF.clear()
+        self.world.load()
+        kube_cls = _kube_class()
+        try:
+            self.kube = kube_cls(self.state_dir, self.speedup)
+        except Exception:
+            log.error("KubeWorld failed to start; Kubernetes endpoints answer 503\n%s", traceback.format_exc())
+            self.kube = _NullKube(self.state_dir, self.speedup)
+        self._known_kube = set(getattr(self.kube, "clusters", {}) or {})  # restored from its snapshot
+        self.world.faults.on_pod_crash = self._pod_crash
+        self.world.faults.load_env()
+        self.aws_app = AwsApp(self.world)
+        self.control = ControlApp(self)
+
+        class _Quiet(MotoRequestHandler):
+            def log_request(self, *a: Any, **k: Any) -> None:
+                pass
+
+        self._server = make_server("127.0.0.1", self.port, self._wsgi, threaded=True, request_handler=_Quiet)
+        self.port = self._server.server_port
+        self.aws_endpoint = f"http://127.0.0.1:{self.port}"
+        self.world.base_url = self.aws_endpoint
+        self._refresh_endpoints()
+        self._stop.clear()
+        serve = lambda: self._server.serve_forever(poll_interval=0.05)  # noqa: E731 (quick stop())
+        for target, name in ((serve, "sandbox-http"), (self._loop, "sandbox-controller")):
+            t = threading.Thread(target=target, name=name, daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def stop(self) -> None:
+        if self._server is None:
+            return
+        self._stop.set()
+        if hasattr(self.kube, "close"):
+            self.kube.close()  # end open watch/log streams so request threads finish
+        self._server.shutdown()
+        for t in self._threads:
+            t.join(timeout=5)
+        self._threads.clear()
+        self._server.server_close()
+        self._server = None
+        try:
+            self.save()
+        finally:
+            if Sandbox._running is self:
+                Sandbox._running = None
+
+    def save(self) -> None:
+        self.world.save()
+        if self.kube is not None and self.state_dir:
+            self.kube.save()
+
+    def __enter__(self) -> Sandbox:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def advance(self, real_seconds: float | None = None) -> int:
+        """Skip time (real-world seconds; everything pending when None). See World.advance."""
+        return self.world.advance(real_seconds)
+
+    def info(self) -> dict[str, Any]:
+        return {"aws_endpoint": self.aws_endpoint, "region": self.region,
+                "kube_endpoint_template": f"{self.aws_endpoint}/k8s/{{account}}/{{region}}/{{cluster}}",
+                "state_dir": str(self.state_dir) if self.state_dir else None, "speedup": self.world.speedup}
+
+    # ---- HTTP ---------------------------------------------------------------------------------
+    def _wsgi(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
+        if path.startswith("/k8s/"):
+            return self.kube.wsgi(environ, start_response)
+        if path.startswith("/_sandbox"):
+            return self.control(environ, start_response)
+        return self.aws_app(environ, start_response)
+
+    # ---- controller ---------------------------------------------------------------------------
+    def _loop(self) -> None:
+        from sandbox.aws import lifecycle
+
+        while not self._stop.wait(TICK):
+            try:
+                plan = lifecycle.tick(self.world)
+                self._apply(plan)
+                self.kube.tick()
+                now = time.monotonic()
+                if self.state_dir and self.world.dirty and now - self._last_save >= SAVE_EVERY:
+                    self._last_save = now
+                    self.world.save()
+                if self.state_dir and now - self._last_kube_save >= 5.0:
+                    self._last_kube_save = now
+                    self.kube.save()
+            except Exception:
+                log.error("sandbox controller tick failed\n%s", traceback.format_exc())
+
+    def _apply(self, plan: list[Any]) -> None:
+        keys = set()
+        for kc in plan:
+            keys.add(kc.key)
+            self.kube.ensure_cluster(kc.key, kc.version)
+            self.kube.sync_nodes(kc.key, kc.nodes)
+            self.kube.set_addons(kc.key, kc.addons)
+        for gone in self._known_kube - keys:
+            self.kube.drop_cluster(gone)
+        self._known_kube = keys
+
+    def _refresh_endpoints(self) -> None:
+        """Endpoints stored before a restart point at the old port: rewrite them to this one."""
+        from moto.eks.models import eks_backends
+
+        from sandbox.aws.eks_clusters import kube_endpoint
+
+        with self.world.lock:
+            for account, asb in list(eks_backends.items()):
+                for region, backend in list(asb.items()):
+                    for name, c in backend.clusters.items():
+                        if c.endpoint and "/k8s/" in str(c.endpoint):
+                            c.endpoint = kube_endpoint(self.world, account, region, name)
+
+    def _pod_crash(self, fault: dict[str, Any]) -> None:
+        key = f"{fault.get('account', '')}/{fault.get('region') or self.region}/{fault['cluster']}"
+        self.kube.inject_pod_crash(key, fault["namespace"], fault["name_prefix"], int(fault.get("count", 1)))
