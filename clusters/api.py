@@ -17,6 +17,7 @@ from instantstart.tenancy.serializers import known_regions
 
 from . import catalog
 from .adoption import importable_clusters
+from .api_base import ClusterChildMixin
 from .drift import cluster_drift
 from .models import Cluster, ClusterStatus, Storage
 from .preflight import run_preflight
@@ -191,7 +192,7 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TeamViewS
         )
 
 
-class StorageViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TeamViewSet):
+class StorageViewSet(ClusterChildMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, TeamViewSet):
     """Shared storage of a cluster: S3 buckets and FSx file systems mounted as volumes + claims."""
 
     queryset = Storage.objects.exclude(status="detached").select_related("cluster")
@@ -201,17 +202,6 @@ class StorageViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TeamViewS
 
     def get_queryset(self):
         return super().get_queryset().filter(cluster=self.cluster)
-
-    @property
-    def cluster(self) -> Cluster:
-        if not hasattr(self, "_cluster"):
-            from django.shortcuts import get_object_or_404
-
-            self._cluster = get_object_or_404(
-                Cluster.objects.filter(team=self.access.team).exclude(status=ClusterStatus.DELETED),
-                pk=self.kwargs["cluster_pk"],
-            )
-        return self._cluster
 
     @extend_schema(
         request=StorageAttachSerializer,

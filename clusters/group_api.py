@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status
 from rest_framework.decorators import action
@@ -14,8 +13,9 @@ from instantstart.cloud.aws import team_cloud
 from instantstart.operations.serializers import OperationSerializer
 from instantstart.tenancy.roles import Role
 
+from .api_base import ClusterChildMixin
 from .group_serializers import InstanceGroupAddSerializer, InstanceGroupUpdateSerializer
-from .models import Cluster, ClusterStatus, InstanceGroup
+from .models import Cluster, InstanceGroup
 from .nodes import SYSTEM_NAMESPACES, diagnose_cluster, diagnose_node, find_node, list_nodes
 from .serializers import InstanceGroupSerializer
 from .services import (
@@ -33,22 +33,6 @@ def _force(request) -> bool:
     return request.query_params.get("force", "").lower() in ("1", "true", "yes")
 
 
-class ClusterChildMixin:
-    """Scopes a nested resource to a cluster of the caller's team (another team's cluster is a 404)."""
-
-    @property
-    def cluster(self) -> Cluster:
-        if not hasattr(self, "_cluster"):
-            self._cluster = get_object_or_404(
-                Cluster.objects.filter(team=self.access.team).exclude(status=ClusterStatus.DELETED),
-                pk=self.kwargs["cluster_pk"],
-            )
-        return self._cluster
-
-    def operation_data(self, operation) -> dict:
-        return OperationSerializer(operation, context=self.get_serializer_context()).data
-
-
 class InstanceGroupViewSet(ClusterChildMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, TeamViewSet):
     """The cluster's instance groups: add (202), scale with an explicit diff, delete (202)."""
 
@@ -62,9 +46,19 @@ class InstanceGroupViewSet(ClusterChildMixin, mixins.ListModelMixin, mixins.Retr
     def get_queryset(self):
         return super().get_queryset().filter(cluster=self.cluster).exclude(status="Deleted")
 
-    @extend_schema(request=InstanceGroupAddSerializer, responses={202: inline_serializer("GroupAccepted", {
-        "instance_group": InstanceGroupSerializer(), "operation": OperationSerializer(),
-        "notes": serializers.ListField(child=serializers.CharField())})})
+    @extend_schema(
+        request=InstanceGroupAddSerializer,
+        responses={
+            202: inline_serializer(
+                "GroupAccepted",
+                {
+                    "instance_group": InstanceGroupSerializer(),
+                    "operation": OperationSerializer(),
+                    "notes": serializers.ListField(child=serializers.CharField()),
+                },
+            )
+        },
+    )
     def create(self, request, cluster_pk=None):
         """Add a group; its subnet (a new /20 when the zone has none) and capacity are settled in one operation."""
         serializer = InstanceGroupAddSerializer(data=request.data, context={"cluster": self.cluster})
@@ -72,19 +66,31 @@ class InstanceGroupViewSet(ClusterChildMixin, mixins.ListModelMixin, mixins.Retr
         data = dict(serializer.validated_data)
         notes = data.pop("notes", [])
         try:
-            group, operation = add_instance_group(access=self.access, cluster=self.cluster, data=data,
-                                                  idempotency_key=self.idempotency_key)
+            group, operation = add_instance_group(
+                access=self.access, cluster=self.cluster, data=data, idempotency_key=self.idempotency_key
+            )
         except ClusterStateError as exc:
             raise Conflict(str(exc))
-        return Response({"instance_group": InstanceGroupSerializer(group).data,
-                         "operation": self.operation_data(operation), "notes": notes},
-                        status=status.HTTP_202_ACCEPTED)
+        return Response(
+            {
+                "instance_group": InstanceGroupSerializer(group).data,
+                "operation": self.operation_data(operation),
+                "notes": notes,
+            },
+            status=status.HTTP_202_ACCEPTED,
+        )
 
-    @extend_schema(request=InstanceGroupUpdateSerializer, responses={
-        200: inline_serializer("GroupUnchanged", {"changed": serializers.BooleanField(),
-                                                  "instance_group": InstanceGroupSerializer()}),
-        202: inline_serializer("GroupScaling", {"changed": serializers.BooleanField(),
-                                                "operation": OperationSerializer()})})
+    @extend_schema(
+        request=InstanceGroupUpdateSerializer,
+        responses={
+            200: inline_serializer(
+                "GroupUnchanged", {"changed": serializers.BooleanField(), "instance_group": InstanceGroupSerializer()}
+            ),
+            202: inline_serializer(
+                "GroupScaling", {"changed": serializers.BooleanField(), "operation": OperationSerializer()}
+            ),
+        },
+    )
     def partial_update(self, request, cluster_pk=None, name=None):
         """Scale: send {"count": N}. When the group already has N (read from HyperPod), 200 changed:false."""
         group = self.get_object()
@@ -97,27 +103,36 @@ class InstanceGroupViewSet(ClusterChildMixin, mixins.ListModelMixin, mixins.Retr
             raise Conflict(f"HyperPod has no group {group.name} (yet): wait for its operation, or reconcile.")
         actual_count = actual.get("TargetCount", actual.get("CurrentCount", 0))
         try:
-            operation = scale_instance_group(access=self.access, group=group, actual_count=actual_count,
-                                             changes=serializer.validated_data, idempotency_key=self.idempotency_key)
+            operation = scale_instance_group(
+                access=self.access,
+                group=group,
+                actual_count=actual_count,
+                changes=serializer.validated_data,
+                idempotency_key=self.idempotency_key,
+            )
         except ClusterStateError as exc:
             raise Conflict(str(exc))
         if operation is None:
             group.refresh_from_db()
             return Response({"changed": False, "instance_group": InstanceGroupSerializer(group).data})
-        return Response({"changed": True, "operation": self.operation_data(operation)},
-                        status=status.HTTP_202_ACCEPTED)
+        return Response({"changed": True, "operation": self.operation_data(operation)}, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(parameters=[FORCE], responses={202: OperationSerializer})
     def destroy(self, request, cluster_pk=None, name=None):
         """Delete the group (202). Refused while workloads run on its nodes, unless force=true."""
         group = self.get_object()
         if not _force(request):
-            busy = [f"{p['namespace']}/{p['name']}" for n in list_nodes(self.cluster)
-                    if n["instance_group"] == group.name for p in n["pods"]
-                    if p["namespace"] not in SYSTEM_NAMESPACES and p["phase"] in ("Running", "Pending")]
+            busy = [
+                f"{p['namespace']}/{p['name']}"
+                for n in list_nodes(self.cluster)
+                if n["instance_group"] == group.name
+                for p in n["pods"]
+                if p["namespace"] not in SYSTEM_NAMESPACES and p["phase"] in ("Running", "Pending")
+            ]
             if busy:
-                raise Conflict(f"Workloads run on {group.name}: {', '.join(busy[:5])}. Stop them first, or delete "
-                               "with force=true.")
+                raise Conflict(
+                    f"Workloads run on {group.name}: {', '.join(busy[:5])}. Stop them first, or delete with force=true."
+                )
         try:
             operation = delete_instance_group(access=self.access, group=group, idempotency_key=self.idempotency_key)
         except ClusterStateError as exc:
@@ -126,15 +141,24 @@ class InstanceGroupViewSet(ClusterChildMixin, mixins.ListModelMixin, mixins.Retr
 
 
 class NodeQuerySerializer(serializers.Serializer):
-    health = serializers.ChoiceField(required=False, choices=[
-        "Schedulable", "Unschedulable", "UnschedulablePendingReplacement", "UnschedulablePendingReboot",
-        "Unknown", "NotRegistered"])
+    health = serializers.ChoiceField(
+        required=False,
+        choices=[
+            "Schedulable",
+            "Unschedulable",
+            "UnschedulablePendingReplacement",
+            "UnschedulablePendingReboot",
+            "Unknown",
+            "NotRegistered",
+        ],
+    )
 
 
 class NodeViewSet(ClusterChildMixin, TeamViewSet):
     """The cluster's nodes as HyperPod and Kubernetes see them; remediation starts operations."""
 
     queryset = Cluster.objects.none()
+    pagination_class = None  # the list answers {results} unpaged: advertise no limit/offset
     lookup_field = "node"
     lookup_value_regex = "[a-zA-Z0-9.-]+"
     default_write_role = Role.ADMIN
@@ -149,8 +173,10 @@ class NodeViewSet(ClusterChildMixin, TeamViewSet):
             raise NotFound(f"No node {node} in cluster {self.cluster.name}.")
         return found
 
-    @extend_schema(parameters=[NodeQuerySerializer], responses=inline_serializer(
-        "Nodes", {"results": serializers.ListField(child=serializers.DictField())}))
+    @extend_schema(
+        parameters=[NodeQuerySerializer],
+        responses=inline_serializer("Nodes", {"results": serializers.ListField(child=serializers.DictField())}),
+    )
     def list(self, request, cluster_pk=None):
         """Each node: group, instance id, type, zone, status, health label, deep health check, fault, pods."""
         query = NodeQuerySerializer(data=request.query_params)
@@ -165,8 +191,13 @@ class NodeViewSet(ClusterChildMixin, TeamViewSet):
 
     def _act(self, node: str, action_name: str) -> Response:
         found = self._node(node)
-        operation = node_action(access=self.access, cluster=self.cluster, node=found, action=action_name,
-                                idempotency_key=self.idempotency_key)
+        operation = node_action(
+            access=self.access,
+            cluster=self.cluster,
+            node=found,
+            action=action_name,
+            idempotency_key=self.idempotency_key,
+        )
         return Response(self.operation_data(operation), status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(request=None, responses={202: OperationSerializer})
@@ -187,9 +218,16 @@ class NodeViewSet(ClusterChildMixin, TeamViewSet):
         """Remove the node from the cluster (BatchDeleteClusterNodes); the group's count goes down by one."""
         return self._act(node, "delete")
 
-    @extend_schema(responses=inline_serializer("NodeDiagnosis", {
-        "healthy": serializers.BooleanField(), "findings": serializers.ListField(child=serializers.DictField()),
-        "suggested_actions": serializers.ListField(child=serializers.DictField())}))
+    @extend_schema(
+        responses=inline_serializer(
+            "NodeDiagnosis",
+            {
+                "healthy": serializers.BooleanField(),
+                "findings": serializers.ListField(child=serializers.DictField()),
+                "suggested_actions": serializers.ListField(child=serializers.DictField()),
+            },
+        )
+    )
     @action(detail=True, methods=["get"])
     def diagnosis(self, request, cluster_pk=None, node=None):
         """Read-only investigation of one node: findings and suggested actions (investigate → reboot → replace)."""
@@ -198,9 +236,14 @@ class NodeViewSet(ClusterChildMixin, TeamViewSet):
 
 class ClusterDiagnosisViewSet(ClusterChildMixin, TeamViewSet):
     queryset = Cluster.objects.none()
+    pagination_class = None  # one report, not a page
 
-    @extend_schema(responses=inline_serializer("ClusterDiagnosis", {
-        "healthy": serializers.BooleanField(), "findings": serializers.ListField(child=serializers.DictField())}))
+    @extend_schema(
+        responses=inline_serializer(
+            "ClusterDiagnosis",
+            {"healthy": serializers.BooleanField(), "findings": serializers.ListField(child=serializers.DictField())},
+        )
+    )
     def list(self, request, cluster_pk=None):
         """Read-only investigation of the whole cluster: unhealthy nodes, short groups, failure causes."""
         if not self.cluster.hyperpod_cluster_name:

@@ -18,12 +18,18 @@ class ClusterStateError(Exception):
     """The cluster is not in a state that allows the change."""
 
 
+def _replayed(access: Access, idempotency_key: str) -> Operation | None:
+    """The operation an earlier request with this key started (the service-level half of idempotency)."""
+    if not idempotency_key:
+        return None
+    return Operation.objects.filter(team=access.team, idempotency_key=idempotency_key).first()
+
+
 def create_cluster(*, access: Access, data: dict, idempotency_key: str = "") -> tuple[Cluster, Operation, bool]:
     """Record the desired cluster and start `cluster.create`. Returns (cluster, operation, created)."""
-    if idempotency_key:
-        existing = Operation.objects.filter(team=access.team, idempotency_key=idempotency_key).first()
-        if existing is not None:
-            return Cluster.objects.get(pk=existing.target_id), existing, False
+    replayed = _replayed(access, idempotency_key)
+    if replayed is not None:
+        return Cluster.objects.get(pk=replayed.target_id), replayed, False
     with transaction.atomic():
         cluster = Cluster.objects.create(
             team=access.team,
@@ -131,10 +137,9 @@ def import_cluster(
     *, access: Access, name: str, region: str, eks_cluster_name: str, idempotency_key: str = ""
 ) -> tuple[Cluster, Operation]:
     """Adopt an existing EKS (+ HyperPod) cluster without recreating anything: `cluster.import` reads it."""
-    if idempotency_key:
-        existing = Operation.objects.filter(team=access.team, idempotency_key=idempotency_key).first()
-        if existing is not None:
-            return Cluster.objects.get(pk=existing.target_id), existing
+    replayed = _replayed(access, idempotency_key)
+    if replayed is not None:
+        return Cluster.objects.get(pk=replayed.target_id), replayed
     with transaction.atomic():
         cluster = Cluster.objects.create(
             team=access.team,
@@ -187,10 +192,9 @@ def attach_storage(
     *, access: Access, cluster: Cluster, data: dict, idempotency_key: str = ""
 ) -> tuple[Storage, Operation]:
     """Mount an existing S3 bucket or FSx file system into the team namespace (`storage.attach`)."""
-    if idempotency_key:
-        existing = Operation.objects.filter(team=access.team, idempotency_key=idempotency_key).first()
-        if existing is not None:
-            return Storage.objects.get(pk=existing.target_id), existing
+    replayed = _replayed(access, idempotency_key)
+    if replayed is not None:
+        return Storage.objects.get(pk=replayed.target_id), replayed
     with transaction.atomic():
         storage = Storage.objects.create(
             cluster=cluster,
@@ -233,10 +237,9 @@ def add_instance_group(
     *, access: Access, cluster: Cluster, data: dict, idempotency_key: str = ""
 ) -> tuple[InstanceGroup, Operation]:
     """Record the new group and start `instance_group.add` (subnet placement + UpdateCluster in one operation)."""
-    if idempotency_key:
-        existing = Operation.objects.filter(team=access.team, idempotency_key=idempotency_key).first()
-        if existing is not None:
-            return InstanceGroup.objects.get(pk=existing.target_id), existing
+    replayed = _replayed(access, idempotency_key)
+    if replayed is not None:
+        return InstanceGroup.objects.get(pk=replayed.target_id), replayed
     _require_active(cluster)
     with transaction.atomic():
         group = InstanceGroup.objects.create(

@@ -13,6 +13,8 @@ from agent_tools.registry import Tool, register
 from instantstart.operations.serializers import STATUS_TOOL
 
 from .api import CatalogViewSet, ClusterViewSet, PreflightView, RegionQuerySerializer, StorageViewSet
+from .group_api import ClusterDiagnosisViewSet, InstanceGroupViewSet, NodeQuerySerializer, NodeViewSet
+from .group_serializers import InstanceGroupAddSerializer, InstanceGroupUpdateSerializer
 from .serializers import ClusterCreateSerializer, ClusterImportSerializer, StorageAttachSerializer
 
 
@@ -24,6 +26,17 @@ class ClusterDeleteQuerySerializer(serializers.Serializer):
         default=False,
         help_text="Delete even while another operation (a create, an update) runs on the cluster: that "
         "operation is asked to cancel. Leave false unless the user asked to force.",
+    )
+
+
+class GroupDeleteQuerySerializer(serializers.Serializer):
+    """The query parameters of DELETE /api/v1/clusters/{cluster_pk}/instance-groups/{name}/."""
+
+    force = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Delete even while workloads run on the group's nodes (they are stopped with the nodes). "
+        "Leave false unless the user asked to force.",
     )
 
 
@@ -312,5 +325,217 @@ register(
         action="reconcile",
         method="post",
         status_tool=STATUS_TOOL,
+    ),
+)
+
+# --- instance groups, nodes and read-only diagnosis ---------------------------------------
+
+_GROUP_SHAPE = (
+    "An instance group is {name, instance_type, count, min_count, capacity_type (on_demand|spot|training_plan), "
+    "training_plan_arn, efa_only, deep_health_checks, labels, taints, ebs_volume_gb, availability_zone, subnet_id, "
+    "status (Creating|InService|Updating|Deleting…)}."
+)
+_NODE_SHAPE = (
+    "A node is {name (the Kubernetes node name), instance_id, instance_group, instance_type, availability_zone, "
+    "status (HyperPod's instance status), registered, ready, schedulable, health (Schedulable|Unschedulable|"
+    "UnschedulablePendingReplacement|UnschedulablePendingReboot|Unknown|NotRegistered), deep_health_check, "
+    "fault_types, fault_reason, allocatable, pods [{namespace, name, phase, restarts, waiting_reason}]}."
+)
+_GROUP_NOT_FOUND = _NOT_FOUND + " So is a group name the cluster does not have."
+_NODE_NOT_FOUND = _NOT_FOUND + " So is a node the cluster does not have."
+_NODE_ARGS = (
+    "Inputs: cluster_id (the cluster's id) and node (the node's instance id, i-…, or its Kubernetes node name, "
+    "hyperpod-i-…, both from list_nodes). "
+)
+_NO_HYPERPOD = "A cluster without a HyperPod cluster yet (still creating) is a conflict error."
+_NODE_ACTION = (
+    "Needs the admin role. Destructive: only on the user's explicit request, after diagnose_node. "
+    + _NODE_ARGS + _NO_HYPERPOD + " " + _OPERATION_ACCEPTED + " " + _NODE_NOT_FOUND
+)
+_READ_ONLY_DIAGNOSIS = (
+    "Read-only diagnostic: it only reads HyperPod and Kubernetes and never acts: it reboots, replaces or deletes "
+    "nothing, whatever it finds. "
+)
+
+register(
+    Tool(
+        name="list_instance_groups",
+        title="List a cluster's instance groups",
+        description=(
+            "List the instance groups (HyperPod fleets of one instance type) of a cluster, with their type, count, "
+            "capacity type, zone and status. Read-only. Use it to see what capacity a cluster has before adding, "
+            "scaling or deleting a group, or to find a group's name. Input: cluster_id (the cluster's id, from "
+            "list_clusters). Returns {count, next, previous, results: [instance group]}; page with limit/offset. "
+            + _GROUP_SHAPE + " " + _NOT_FOUND + " Next: add_instance_group, scale_instance_group, list_nodes."
+        ),
+        view=InstanceGroupViewSet,
+        action="list",
+        path_params={"cluster_id": "cluster_pk"},
+    ),
+    Tool(
+        name="add_instance_group",
+        title="Add an instance group",
+        description=(
+            "Add an instance group to an active cluster. The control plane places it (a compute subnet in the zone, "
+            "created when the zone has none) and asks HyperPod for the capacity, in one operation. Needs the admin "
+            "role. Before calling: list_instance_types for the zone (and whether efa_only is allowed), "
+            "list_training_plans for training-plan capacity. Inputs: cluster_id; name (letters, digits, dashes; "
+            "unique in the cluster); instance_type (ml.*, offered in the zone); count (1-1000) and optional "
+            "min_count (at most count); capacity_type (on_demand default, spot, or training_plan with "
+            "training_plan_arn); efa_only (only types with several EFA cards, such as ml.p5.48xlarge); optional "
+            "availability_zone (default: the cluster's zone), labels and taints for the Kubernetes nodes, "
+            "ebs_volume_gb, deep_health_checks. Capacity type and EFA-only cannot change later. A request that "
+            "cannot work (a type not offered, efa_only on a type that cannot, a quota too small, a duplicate name) "
+            "is a validation error naming the field, and nothing is created. Returns at once (HTTP 202) "
+            "{instance_group, operation, notes}: notes lists what the control plane decided differently from the "
+            "request, for example a training plan's zone overriding the requested availability_zone; tell the "
+            "user. Next: call get_operation with operation.id every few seconds until its status is succeeded, "
+            "failed or cancelled; list_nodes then shows the new nodes. A cluster that is not active is a conflict "
+            "error. " + _NOT_FOUND
+        ),
+        view=InstanceGroupViewSet,
+        action="create",
+        method="post",
+        input=InstanceGroupAddSerializer,
+        path_params={"cluster_id": "cluster_pk"},
+        status_tool=STATUS_TOOL,
+    ),
+    Tool(
+        name="scale_instance_group",
+        title="Scale an instance group",
+        description=(
+            "Set an instance group's instance count (and optionally its min_count). Explicit diff: the count "
+            "HyperPod actually has is read first; when it already equals the requested count (and min_count is "
+            "unchanged) the answer is {changed: false, instance_group} (HTTP 200), no operation starts and there is "
+            "nothing to poll. Otherwise it returns at once (HTTP 202) {changed: true, operation}; next, call "
+            "get_operation with operation.id every few seconds until its status is succeeded, failed or cancelled. "
+            "Needs the admin role. Inputs: cluster_id, name (the group's name, from list_instance_groups), count "
+            "(0-1000) and/or min_count (at most count). Only these two can change: capacity type, EFA-only, "
+            "instance type, zone and training plan are fixed at create, so to change them add a new group. Any "
+            "other argument (capacity_type, efa_only…) is refused exactly as over REST: a validation error naming "
+            "it, and nothing changes. Scaling up beyond the account's quota is a validation error naming count. "
+            "A cluster that is not active is a conflict error. " + _GROUP_NOT_FOUND
+        ),
+        view=InstanceGroupViewSet,
+        action="partial_update",
+        method="patch",
+        input=InstanceGroupUpdateSerializer,
+        path_params={"cluster_id": "cluster_pk", "name": "name"},
+        status_tool=STATUS_TOOL,
+    ),
+    Tool(
+        name="delete_instance_group",
+        title="Delete an instance group",
+        description=(
+            "Remove an instance group and all its nodes from a cluster; the group's compute subnet stays for later "
+            "groups in that zone. Destructive: only on the user's explicit request. Needs the admin role. Inputs: "
+            "cluster_id, name (the group's name, from list_instance_groups), optional force. While workloads "
+            "run on the group's nodes the call is a conflict error naming them; force=true deletes anyway. A "
+            "cluster that is not active is a conflict error. " + _OPERATION_ACCEPTED + " " + _GROUP_NOT_FOUND
+        ),
+        view=InstanceGroupViewSet,
+        action="destroy",
+        method="delete",
+        query=GroupDeleteQuerySerializer,
+        path_params={"cluster_id": "cluster_pk", "name": "name"},
+        status_tool=STATUS_TOOL,
+        destructive=True,
+    ),
+    Tool(
+        name="list_nodes",
+        title="List a cluster's nodes",
+        description=(
+            "List a cluster's nodes as HyperPod and Kubernetes see them: group, instance id, status, HyperPod's "
+            "health label, deep health check, faults and the pods on each. Read-only. Use it to check capacity "
+            "is healthy, or to find unhealthy nodes (health=Unschedulable and the like). Inputs: cluster_id, "
+            "optional health to keep only nodes with that health label. Returns {results: [node]} (not paged; "
+            "empty while the cluster has no HyperPod cluster yet). " + _NODE_SHAPE + " " + _NOT_FOUND + " Next: "
+            "diagnose_node for a node that is not Schedulable."
+        ),
+        view=NodeViewSet,
+        action="list",
+        input=NodeQuerySerializer,
+        path_params={"cluster_id": "cluster_pk"},
+    ),
+    Tool(
+        name="diagnose_node",
+        title="Diagnose a node",
+        description=(
+            _READ_ONLY_DIAGNOSIS + "Investigate one node: HyperPod health and deep health check, registration and "
+            "readiness in Kubernetes, allocatable GPUs and EFA interfaces against the instance type, stuck or "
+            "restarting pods, and recent HyperPod events. Any role may call it. " + _NODE_ARGS + "Returns {node, "
+            "instance_id, healthy, findings [{severity, check, message}], recent_events, suggested_actions "
+            "[{action, why, tool}], workloads_on_node}. suggested_actions are in escalation order: investigate "
+            "(read the events and pod logs), then reboot (tool reboot_node), then replace (tool replace_node) when "
+            "the fault survives a reboot or the deep health check failed. Present them to the user: reboot and "
+            "replace change state, so call them only when the user agrees. " + _NO_HYPERPOD + " " + _NODE_NOT_FOUND
+        ),
+        view=NodeViewSet,
+        action="diagnosis",
+        path_params={"cluster_id": "cluster_pk", "node": "node"},
+    ),
+    Tool(
+        name="diagnose_cluster",
+        title="Diagnose a cluster",
+        description=(
+            _READ_ONLY_DIAGNOSIS + "Investigate a whole cluster: HyperPod's failure message, groups short of "
+            "their target count, and every unhealthy node with its findings and suggested actions. Any role may "
+            "call it. Use it first when workloads do not schedule or a cluster looks unhealthy. Input: cluster_id. "
+            "Returns {cluster, status, healthy, nodes {total, unhealthy}, findings [{severity, check, message}], "
+            "unhealthy_nodes [the report of diagnose_node for each], recent_events}. Each unhealthy node's "
+            "suggested_actions escalate investigate → reboot (reboot_node) → replace (replace_node); suggest them "
+            "to the user rather than acting. " + _NO_HYPERPOD + " " + _NOT_FOUND + " Next: diagnose_node for one "
+            "node's details."
+        ),
+        view=ClusterDiagnosisViewSet,
+        action="list",
+        path_params={"cluster_id": "cluster_pk"},
+    ),
+    Tool(
+        name="reboot_node",
+        title="Reboot a node",
+        description=(
+            "Reboot one node of a cluster through HyperPod; pods on it stop and are rescheduled. The first "
+            "remediation step after diagnose_node suggests it; the operation ends when the node is back and "
+            "schedulable. " + _NODE_ACTION + " Next, if the fault survives the reboot: diagnose_node again, then "
+            "replace_node."
+        ),
+        view=NodeViewSet,
+        action="reboot",
+        method="post",
+        path_params={"cluster_id": "cluster_pk", "node": "node"},
+        status_tool=STATUS_TOOL,
+        destructive=True,
+    ),
+    Tool(
+        name="replace_node",
+        title="Replace a node",
+        description=(
+            "Replace one node's instance with a new healthy one through HyperPod (the group keeps its count; the "
+            "node gets a new instance id, and its local disk is lost). The escalation after a reboot did not help, "
+            "or at once when the deep health check failed. " + _NODE_ACTION + " Then list_nodes shows the "
+            "replacement."
+        ),
+        view=NodeViewSet,
+        action="replace",
+        method="post",
+        path_params={"cluster_id": "cluster_pk", "node": "node"},
+        status_tool=STATUS_TOOL,
+        destructive=True,
+    ),
+    Tool(
+        name="delete_node",
+        title="Delete a node",
+        description=(
+            "Remove one node from its instance group through HyperPod: the instance is terminated and the group's "
+            "count goes down by one (to shrink a group without choosing the node, use scale_instance_group). Not a "
+            "remediation step: to fix a node, reboot_node or replace_node. " + _NODE_ACTION
+        ),
+        view=NodeViewSet,
+        action="delete_node",
+        method="post",
+        path_params={"cluster_id": "cluster_pk", "node": "node"},
+        status_tool=STATUS_TOOL,
+        destructive=True,
     ),
 )

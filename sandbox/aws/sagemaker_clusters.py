@@ -219,7 +219,7 @@ def create_cluster(ctx: Ctx) -> Response:
         _validate_role(ctx, g["ExecutionRole"])
         _validate_vpc(ctx, g.get("OverrideVpcConfig"))
         if g.get("TrainingPlanArn"):
-            _require_plan(ctx, g["TrainingPlanArn"])
+            _require_plan(ctx, g["TrainingPlanArn"], g, p.get("VpcConfig"))
     now = ctx.world.now()
     c: dict[str, Any] = {
         "ClusterArn": f"arn:aws:sagemaker:{ctx.region}:{ctx.account}:cluster/{new_id('', 12, _ALNUM)}",
@@ -322,7 +322,10 @@ def update_cluster(ctx: Ctx) -> Response:
             _validate_role(ctx, raw["ExecutionRole"])
         _validate_vpc(ctx, raw.get("OverrideVpcConfig"))
         if raw.get("TrainingPlanArn"):
-            _require_plan(ctx, raw["TrainingPlanArn"])
+            old = c["_groups"].get(raw["InstanceGroupName"])
+            have = 0 if old is None else sum(1 for n in c["_nodes"].values()
+                                             if n["InstanceGroupName"] == raw["InstanceGroupName"])
+            _require_plan(ctx, raw["TrainingPlanArn"], raw, c.get("VpcConfig"), already=have)
     world = ctx.world
     now = world.now()
     c["ClusterStatus"], c["_op"], c["_due"] = "Updating", "update", world.due("hp_update")
@@ -535,15 +538,53 @@ def list_events(ctx: Ctx) -> Response:
     return ctx.ok({"Events": page, **({"NextToken": token} if token else {})})
 
 
-def _require_plan(ctx: Ctx, arn: str) -> None:
+def _require_plan(ctx: Ctx, arn: str, group: dict[str, Any] | None = None, vpc: dict[str, Any] | None = None,
+                  already: int = 0) -> None:
+    """The plan exists, has room for the group's extra instances, and reserves capacity in a zone
+    the group's subnets are in."""
     plans = ctx.world.table("training_plans", ctx.account, ctx.region)
-    if not any(tp["TrainingPlanArn"] == arn for tp in plans.values()):
+    tp = next((tp for tp in plans.values() if tp["TrainingPlanArn"] == arn), None)
+    if tp is None:
         raise AwsError("ValidationException", f"Training plan {arn} does not exist.", 400)
+    if group is None:
+        return
+    if tp["Status"] in ("Expired", "Failed"):
+        raise AwsError("ValidationException", f"Training plan {arn} is {tp['Status']}.", 400)
+    extra = int(group.get("InstanceCount", 0)) - already
+    if extra > int(tp.get("AvailableInstanceCount", 0)):
+        raise AwsError("ValidationException", f"Instance group {group['InstanceGroupName']} requests "
+                       f"{group.get('InstanceCount')} instances but training plan {tp['TrainingPlanName']} has "
+                       f"{tp.get('AvailableInstanceCount', 0)} available.", 400)
+    zones = {rc.get("AvailabilityZone") for rc in tp.get("ReservedCapacitySummaries", [])} - {None}
+    subnets = ((group.get("OverrideVpcConfig") or {}).get("Subnets") or (vpc or {}).get("Subnets") or [])
+    subnet_zones = {subnet_zone(ctx.account, ctx.region, s) for s in subnets}
+    if zones and subnet_zones and not zones & subnet_zones:
+        raise AwsError("ValidationException", f"The subnets of instance group {group['InstanceGroupName']} "
+                       f"({', '.join(sorted(subnet_zones))}) are not in the Availability Zone of training plan "
+                       f"{tp['TrainingPlanName']} ({', '.join(sorted(zones))}).", 400)
+
+
+def plan_usage(world: World) -> None:
+    """InUse/Available instance counts of every training plan from the clusters' nodes."""
+    for account, region, plans in world.tables("training_plans"):
+        used: dict[str, int] = {}
+        for c in _table(world, account, region).values():
+            for n in c["_nodes"].values():
+                arn = c["_groups"].get(n["InstanceGroupName"], {"spec": {}})["spec"].get("TrainingPlanArn")
+                if arn:
+                    used[arn] = used.get(arn, 0) + 1
+        for tp in plans.values():
+            in_use = used.get(tp["TrainingPlanArn"], 0)
+            if tp.get("InUseInstanceCount") != in_use:
+                tp["InUseInstanceCount"] = in_use
+                tp["AvailableInstanceCount"] = max(0, tp["TotalInstanceCount"] - in_use)
+                world.touch()
 
 
 # ---- the controller tick ----------------------------------------------------------------------
 def tick_hyperpod(world: World) -> None:
     now = world.now()
+    plan_usage(world)
     for account, region, tbl in world.tables("hp_clusters"):
         for name, c in list(tbl.items()):
             _tick_nodes(world, account, region, c, now)

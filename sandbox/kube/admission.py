@@ -215,6 +215,11 @@ def admit(c: Cluster, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
     if old is None:
         causes += _name_causes(rt.kind, name)
     causes += _label_causes(meta)
+    ann_size = sum(len(k) + len(str(v)) for k, v in (meta.get("annotations") or {}).items())
+    if ann_size > 262144:
+        # why `kubectl apply` of a big CRD needs --server-side (last-applied-configuration is too long)
+        causes.append(cause("metadata.annotations", "Too long: may not be more than 262144 bytes",
+                            "FieldValueTooLong"))
     kind = rt.kind if not rt.crd else None
     spec = obj.get("spec")
 

@@ -23,16 +23,30 @@ from tests.conftest import wait_until
 pytestmark = [pytest.mark.worker, pytest.mark.usefixtures("sandbox")]
 
 
-def test_workers_killed_again_and_again_never_create_anything_twice(admin_api, team, start_worker, sandbox):
+def test_workers_killed_again_and_again_never_create_anything_twice(admin_api, team, start_worker, sandbox, settings):
+    # One worker at a time, so a short lease only shortens the wait after each kill.
+    settings.OPERATIONS = {**settings.OPERATIONS, "LEASE_SECONDS": 4}
     response = admin_api.post("/api/v1/clusters/", cluster_body("chaos"), format="json")
     operation_id = response.json()["operation"]["id"]
     interrupted: list[str] = []
     rng = random.Random(7)
-    deadline = time.monotonic() + 240
+    deadline = time.monotonic() + 300
+
+    def advances() -> int:
+        return Operation.objects.values_list("advance_count", flat=True).get(pk=operation_id)
+
     while not Operation.objects.get(pk=operation_id).is_terminal:
         assert time.monotonic() < deadline, f"not finished; interrupted in {interrupted}"
+        before = advances()
         worker = start_worker()
-        time.sleep(rng.uniform(0.5, 2.0))
+        # Each worker finishes at least one step (so every cycle makes progress, however slow the
+        # machine), then dies at a random moment: often in the middle of the next step.
+        wait_until(
+            lambda before=before: advances() >= before + 2 or Operation.objects.get(pk=operation_id).is_terminal,
+            timeout=120,
+            message="the worker to advance the operation",
+        )
+        time.sleep(rng.uniform(0.0, 1.0))
         phase = Operation.objects.get(pk=operation_id).current_phase()
         worker.kill()
         interrupted.append(phase.name if phase else "-")
@@ -75,8 +89,14 @@ def test_insufficient_capacity_fails_hyperpod_then_a_zone_change_and_retry_succe
 
 def test_throttling_is_absorbed_by_retries(admin_api, team, start_worker, sandbox):
     add_fault(sandbox, kind="throttle", service="ec2", action="CreateVpc", count=3, account=team.sandbox_account_id)
-    add_fault(sandbox, kind="throttle", service="sagemaker", action="DescribeCluster", count=5,
-              account=team.sandbox_account_id)
+    add_fault(
+        sandbox,
+        kind="throttle",
+        service="sagemaker",
+        action="DescribeCluster",
+        count=5,
+        account=team.sandbox_account_id,
+    )
     start_worker()
     body = admin_api.post("/api/v1/clusters/", cluster_body("throttled"), format="json").json()
     wait_for_operation(body["operation"]["id"])

@@ -25,7 +25,7 @@ def _kube_nodes(sandbox, acct, eks_name):
 
 def test_create_keeps_fields_and_nodes_progress(account, sandbox):
     eks = eks_cluster(account, "ml")
-    sandbox.world.speedup = 500.0  # slow enough to watch Pending -> Running (8 min real -> ~1 s)
+    sandbox.world.speedup = 200.0  # slow enough to watch Pending -> Running (8 min real -> 2.4 s)
     arn = hyperpod(account, "hp", eks, groups=[
         {"InstanceGroupName": "gpu", "InstanceType": "ml.p5.48xlarge", "InstanceCount": 4,
          "OnStartDeepHealthChecks": ["InstanceStress", "InstanceConnectivity"],
@@ -243,3 +243,30 @@ def test_unknown_subnet_is_rejected(account):
     with pytest.raises(ClientError) as e:
         hyperpod(account, "hp", eks)
     assert e.value.response["Error"]["Code"] == "ValidationException"
+
+
+def test_training_plan_capacity(account, sandbox):
+    eks = eks_cluster(account, "ml")
+    sm = account.sagemaker
+    offers = sm.search_training_plan_offerings(InstanceType="ml.p5.48xlarge", InstanceCount=2, DurationHours=24,
+                                               TargetResources=["hyperpod-cluster"])["TrainingPlanOfferings"]
+    in_b = next(o for o in offers if o["ReservedCapacityOfferings"][0]["AvailabilityZone"] == "us-west-2b")
+    in_c = next(o for o in offers if o["ReservedCapacityOfferings"][0]["AvailabilityZone"] == "us-west-2c")
+    plan = sm.create_training_plan(TrainingPlanName="p5-b", TrainingPlanOfferingId=in_b["TrainingPlanOfferingId"])[
+        "TrainingPlanArn"]
+    other = sm.create_training_plan(TrainingPlanName="p5-c", TrainingPlanOfferingId=in_c["TrainingPlanOfferingId"])[
+        "TrainingPlanArn"]
+    sandbox.advance()
+    group = {"InstanceGroupName": "gpu", "InstanceType": "ml.p5.48xlarge", "InstanceCount": 3,
+             "TrainingPlanArn": plan}
+    with pytest.raises(ClientError) as e:  # 3 > 2 reserved
+        hyperpod(account, "try1", eks, groups=[dict(group)])
+    assert "available" in e.value.response["Error"]["Message"]
+    with pytest.raises(ClientError) as e:  # plan reserves us-west-2c, the subnet is in us-west-2b
+        hyperpod(account, "try2", eks, groups=[{**group, "InstanceCount": 2, "TrainingPlanArn": other}])
+    assert "Availability Zone" in e.value.response["Error"]["Message"]
+    hyperpod(account, "hp", eks, groups=[{**group, "InstanceCount": 2}])
+    wait_for(lambda: _status(account, "hp") == "InService")
+    tp = sm.describe_training_plan(TrainingPlanName="p5-b")
+    assert tp["InUseInstanceCount"] == 2 and tp["AvailableInstanceCount"] == 0
+    assert sm.list_clusters(TrainingPlanArn=plan)["ClusterSummaries"][0]["TrainingPlanArns"] == [plan]

@@ -27,7 +27,9 @@ def test_python_m_sandbox_prints_json_and_saves_on_sigterm(tmp_path):
         elapsed = time.monotonic() - t0
         info = json.loads(line)
         assert info["aws_endpoint"].startswith("http://127.0.0.1:") and info["region"] == "us-west-2"
-        assert elapsed < 2.0 + 1.5  # < 2 s start, with slack for a loaded CI box
+        # the contract is < 2 s; a box busier than its CPU count gets slack instead of a flaky failure
+        limit = 2.0 if os.getloadavg()[0] <= (os.cpu_count() or 1) else 10.0
+        assert elapsed < limit, f"first line after {elapsed:.2f}s"
         import urllib.request
 
         with urllib.request.urlopen(info["aws_endpoint"] + "/_sandbox/health", timeout=5) as r:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from .conftest import KEY, Kube, wait_for
+from .conftest import KEY, Kube, gpu_node, wait_for
 
 TRAINING = "amazon-sagemaker-hyperpod-training-operator"
 INFERENCE = "amazon-sagemaker-hyperpod-inference-operator"
@@ -235,8 +235,6 @@ def test_jumpstart_model_deploys(world_factory: Callable[..., Kube]) -> None:
 
 
 def test_hyperpod_moves_off_an_unhealthy_node(world_factory: Callable[..., Kube]) -> None:
-    from .conftest import gpu_node
-
     kube = world_factory(nodes=3, addons={TRAINING})
     kube.custom.create_namespaced_custom_object(G, V, "default", P, hpjob("resilient", run_seconds=60000,
                                                                           jobMaxRetryCount=2))
