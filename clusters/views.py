@@ -286,7 +286,7 @@ def _network_rows(cluster: Cluster) -> list[tuple[str, str, str]]:
     return [(role, subnet_id, cidrs.get(role, "")) for role, subnet_id in sorted(subnets.items())]
 
 
-def _tab_context(request, cluster: Cluster, tab: str) -> dict:
+def _tab_context(cluster: Cluster, tab: str) -> dict:
     context: dict = {"cluster": cluster, "tab": tab, "tabs": TABS}
     if tab == "overview":
         groups = list(cluster.instance_groups.all())
@@ -316,13 +316,13 @@ def cluster_detail(request, cluster_id):
             response["HX-Trigger"] = "cluster-settled"
         return response
     if wants_partial(request) and part == "tab":
-        return render(request, "clusters/_tab.html", _tab_context(request, cluster, tab))
+        return render(request, "clusters/_tab.html", _tab_context(cluster, tab))
     operation = last_operation(cluster)
     access = request.access
     is_admin = access.can(Role.ADMIN)
     active = active_cluster(request.user, access.team)
     context = {
-        **_tab_context(request, cluster, tab),
+        **_tab_context(cluster, tab),
         **(_panel_context(request, operation) if operation else {}),
         "section": "clusters",
         "operation": operation,
@@ -332,17 +332,18 @@ def cluster_detail(request, cluster_id):
         "zone_form": None,
     }
     if is_admin and cluster.status == ClusterStatus.FAILED:
-        context["zone_form"] = _zone_form_context(request, cluster)
+        context["zone_form"] = _zone_form_context(cluster)
     return render(request, "clusters/detail.html", context)
 
 
-def _zone_form_context(request, cluster: Cluster, *, value: str = "", errors: dict | None = None) -> dict:
+def _zone_form_context(cluster: Cluster) -> dict:
+    """The zones a failed cluster may move to (those of its region)."""
     zones, error = [], ""
     try:
         zones = catalog.availability_zones(team_cloud(cluster.team, cluster.region), cluster.region)
     except Exception as exc:  # noqa: BLE001 - a cloud error is shown; _cloud_error re-raises the rest
         error = _cloud_error(exc)
-    return {"zones": zones, "value": value or cluster.availability_zone, "errors": errors or {}, "error": error}
+    return {"zones": zones, "value": cluster.availability_zone, "error": error}
 
 
 @team_required(role=Role.ADMIN)

@@ -1,5 +1,5 @@
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 
 from . import views
 
@@ -14,7 +14,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", views.dashboard, name="dashboard"),
     path("team/switch/", views.switch_team, name="switch_team"),
-    path("clusters/", views.coming_soon, {"area": "clusters"}, name="clusters"),
+    path("clusters/", include("clusters.portal_urls")),
     path("jobs/", views.coming_soon, {"area": "jobs"}, name="jobs"),
     path("endpoints/", views.coming_soon, {"area": "endpoints"}, name="endpoints"),
     path("operations/", views.operation_list, name="operations"),

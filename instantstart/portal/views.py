@@ -16,6 +16,7 @@ from django.urls import Resolver404, resolve
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from clusters.models import Cluster
 from instantstart.operations.models import ACTIVE, AuditEvent, Operation, OperationStatus
 from instantstart.operations.registry import all_kinds, get_kind
 from instantstart.operations.serializers import OperationFilterSerializer
@@ -48,11 +49,6 @@ AUDIT_PER_PAGE = 50
 NEW_TOKEN_SESSION_KEY = "instantstart.portal.new_token"
 
 COMING_SOON = {
-    "clusters": (
-        "Clusters",
-        "Clusters arrive with the next release: create an EKS cluster with HyperPod instance groups, "
-        "check quotas and availability zones first, and follow every step here.",
-    ),
     "jobs": (
         "Jobs",
         "Training jobs arrive with the next release: HyperPodPyTorchJob and RayJob submissions with "
@@ -111,6 +107,7 @@ def dashboard(request):
         "counts": counts,
         "members": Membership.objects.filter(team=access.team).count(),
         "tokens": ApiToken.objects.filter(team=access.team).active().count(),
+        "clusters": Cluster.objects.visible_to(access).count(),
         "recent": operations.select_related("requested_by")[:10],
     }
     return render(request, "portal/dashboard.html", context)

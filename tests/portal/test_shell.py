@@ -80,7 +80,6 @@ def test_dashboard_counts(admin_client, team, other_team, member_user):
 
 
 @pytest.mark.parametrize("name, text", [
-    ("portal:clusters", b"Clusters arrive with the next release"),
     ("portal:jobs", b"Training jobs arrive with the next release"),
     ("portal:endpoints", b"Inference endpoints arrive with the next release"),
 ])

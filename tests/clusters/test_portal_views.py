@@ -1,0 +1,426 @@
+"""Portal pages of clusters: list, the create form and its catalog cascade, the cluster page, delete,
+activate — against the sandbox account of the team (catalog reads go there)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from clusters.models import ActiveCluster, Cluster, ClusterStatus, ComputeSubnet, InstanceGroup
+from clusters.selectors import operations_of
+from instantstart.cloud.aws import team_cloud
+from instantstart.operations.models import Operation, OperationStatus, Phase
+from instantstart.tenancy.roles import Role
+from tests.conftest import make_member
+from tests.portal.conftest import logged_in
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("sandbox", "no_enqueue")]
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+FORM = {
+    "name": "train",
+    "region": "us-west-2",
+    "availability_zone": "us-west-2a",
+    "kubernetes_version": "1.31",
+    "storage": "s3",
+    "group_name": "workers",
+    "instance_type": "ml.g5.xlarge",
+    "count": "2",
+    "capacity_type": "on_demand",
+}
+
+
+@pytest.fixture
+def no_enqueue(monkeypatch):
+    """These tests run no worker: operations are recorded, not sent to a broker."""
+    sent = []
+    monkeypatch.setattr("instantstart.operations.services.enqueue_advance", lambda pk, **kw: sent.append(pk))
+    return sent
+
+
+@pytest.fixture
+def admin_client(admin_user):
+    return logged_in(admin_user)
+
+
+@pytest.fixture
+def member_client(member_user):
+    return logged_in(member_user)
+
+
+@pytest.fixture
+def viewer_client(viewer_user):
+    return logged_in(viewer_user)
+
+
+@pytest.fixture
+def outsider_client(outsider_user):
+    return logged_in(outsider_user)
+
+
+def make_cluster(team, name="train", status=ClusterStatus.ACTIVE, **fields) -> Cluster:
+    cluster = Cluster.objects.create(
+        team=team, name=name, region="us-west-2", availability_zone="us-west-2a", status=status, **fields
+    )
+    InstanceGroup.objects.create(
+        cluster=cluster, name="workers", instance_type="ml.g5.xlarge", count=2, availability_zone="us-west-2a"
+    )
+    return cluster
+
+
+def give_operation(cluster, kind="cluster.create", status=OperationStatus.RUNNING, **fields) -> Operation:
+    from django.contrib.contenttypes.models import ContentType
+
+    operation = Operation.objects.create(
+        team=cluster.team, kind=kind, via="ui", status=status, target_repr=cluster.name,
+        target_type=ContentType.objects.get_for_model(Cluster), target_id=str(cluster.pk), **fields,
+    )
+    Phase.objects.create(operation=operation, index=0, name="preflight", status="succeeded", attempts=1)
+    Phase.objects.create(operation=operation, index=1, name="network",
+                         status="running" if status == OperationStatus.RUNNING else "failed", attempts=1)
+    return operation
+
+
+def options(html: str, select_name: str) -> list[str]:
+    """The option values of one select in a page or partial."""
+    match = re.search(rf'<select[^>]*name="{select_name}"[^>]*>(.*?)</select>', html, re.S)
+    assert match, f"no select {select_name}"
+    return [value for value in re.findall(r'<option value="([^"]*)"', match.group(1)) if value]
+
+
+def efa_checkbox(html: str) -> str:
+    match = re.search(r'<input type="checkbox" id="id_efa_only"[^>]*>', html)
+    assert match
+    return match.group(0)
+
+
+class TestList:
+    def test_lists_the_teams_clusters_only_and_hides_deleted(self, viewer_client, team, other_team):
+        mine = make_cluster(team, "train", node_summary={"total": 2, "ready": 2, "by_health": {"Schedulable": 2}})
+        give_operation(mine, status=OperationStatus.SUCCEEDED)
+        make_cluster(team, "gone", status=ClusterStatus.DELETED)
+        theirs = make_cluster(other_team, "secret")
+        html = viewer_client.get(reverse("portal:clusters")).content.decode()
+        assert reverse("portal:cluster", args=[mine.pk]) in html
+        assert "us-west-2a" in html and "workers: 2 × <code>ml.g5.xlarge</code>" in html
+        assert "2 / 2" in html and "2 Schedulable" in html
+        assert "Create cluster</a>" in html and "Succeeded" in html  # the last operation
+        assert "★ active" in html  # the team's only cluster is everyone's active one
+        assert "gone" not in html and "secret" not in html and str(theirs.pk) not in html
+        assert reverse("portal:cluster_new") not in html  # viewers do not create clusters
+        assert "Team admins create and delete clusters" in html
+
+    def test_empty_state(self, admin_client, viewer_client):
+        html = admin_client.get(reverse("portal:clusters")).content.decode()
+        assert "No clusters yet" in html and f'href="{reverse("portal:cluster_new")}"' in html
+        html = viewer_client.get(reverse("portal:clusters")).content.decode()
+        assert "No clusters yet" in html and "Team admins create clusters" in html
+
+    def test_dashboard_counts_the_teams_clusters(self, viewer_client, team, other_team):
+        make_cluster(team, "one")
+        make_cluster(team, "gone", status=ClusterStatus.DELETED)
+        make_cluster(other_team, "theirs")
+        assert viewer_client.get("/").context["clusters"] == 1
+
+
+class TestCreateForm:
+    """One team (one sandbox account) per test: its first catalog reads are the slow ones."""
+
+    def test_the_catalog_cascade_offers_only_what_the_cloud_offers(self, admin_client, team):
+        from clusters import catalog
+
+        html = admin_client.get(reverse("portal:cluster_new")).content.decode()
+        assert options(html, "availability_zone") == ["us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"]
+        types = options(html, "instance_type")
+        assert "ml.p5.48xlarge" in types and "ml.g5.xlarge" in types
+        assert "ml.trn1.2xlarge" not in types  # offered in us-west-2b and d, not in 2a
+        assert "disabled" in efa_checkbox(html)  # nothing chosen yet
+
+        # Changing the region re-renders the zones (and what depends on them).
+        zones_url = reverse("portal:cluster_form_part", kwargs={"part": "zones"})
+        html = admin_client.get(zones_url, {"region": "eu-west-1", "availability_zone": "us-west-2a"}, **HTMX)
+        html = html.content.decode()
+        assert "<html" not in html and 'id="zone-block"' in html
+        assert options(html, "availability_zone") == ["eu-west-1a", "eu-west-1b", "eu-west-1c"]
+        assert 'value="eu-west-1a" selected' in html  # the old region's zone is gone: the first is chosen
+        assert 'id="type-block"' in html and 'id="capacity-block"' in html
+
+        # Changing the zone re-renders the instance types offered in that zone, and only those.
+        types_url = reverse("portal:cluster_form_part", kwargs={"part": "types"})
+        cloud = team_cloud(team, "us-west-2")
+        html = admin_client.get(types_url, {"region": "us-west-2", "availability_zone": "us-west-2d"}, **HTMX)
+        html = html.content.decode()
+        offered = sorted(info.instance_type for info in catalog.instance_types(cloud, "us-west-2", "us-west-2d"))
+        assert sorted(options(html, "instance_type")) == offered
+        assert "ml.g5.xlarge" not in offered and "ml.trn1.2xlarge" in offered  # us-west-2d has no g5
+
+        # EFA-only is enabled only for a type that allows it.
+        query = {"region": "us-west-2", "availability_zone": "us-west-2a"}
+        p5 = admin_client.get(types_url, {**query, "instance_type": "ml.p5.48xlarge"}, **HTMX).content.decode()
+        assert "disabled" not in efa_checkbox(p5)
+        assert "8 × H100, 640 GiB" in p5 and "EFA-only possible" in p5
+        g5 = admin_client.get(types_url, {**query, "instance_type": "ml.g5.xlarge"}, **HTMX).content.decode()
+        assert "disabled" in efa_checkbox(g5)
+        assert "1 × A10G" in g5 and "EFA-only needs several" in g5
+
+        # Training-plan capacity asks for a plan of the region.
+        capacity_url = reverse("portal:cluster_form_part", kwargs={"part": "capacity"})
+        html = admin_client.get(capacity_url, {"region": "us-west-2", "capacity_type": "training_plan"}, **HTMX)
+        assert 'name="training_plan_arn"' in html.content.decode()
+        assert "No training plans in us-west-2" in html.content.decode()
+        html = admin_client.get(capacity_url, {"region": "us-west-2", "capacity_type": "spot"}, **HTMX)
+        assert 'name="training_plan_arn"' not in html.content.decode()
+        assert admin_client.get(reverse("portal:cluster_form_part", kwargs={"part": "nope"})).status_code == 404
+
+        # A plan the team bought is offered, and a create with it takes the plan's zone.
+        sagemaker = cloud.client("sagemaker")
+        offering = sagemaker.search_training_plan_offerings(
+            InstanceType="ml.p5.48xlarge", InstanceCount=2, DurationHours=24, TargetResources=["hyperpod-cluster"]
+        )["TrainingPlanOfferings"][1]
+        arn = sagemaker.create_training_plan(
+            TrainingPlanName="march", TrainingPlanOfferingId=offering["TrainingPlanOfferingId"]
+        )["TrainingPlanArn"]
+        html = admin_client.get(capacity_url, {"region": "us-west-2", "capacity_type": "training_plan"}, **HTMX)
+        assert options(html.content.decode(), "training_plan_arn") == [arn]
+        assert "march" in html.content.decode() and "ml.p5.48xlarge in us-west-2b" in html.content.decode()
+        body = {**FORM, "instance_type": "ml.p5.48xlarge", "count": "1", "capacity_type": "training_plan",
+                "training_plan_arn": arn}
+        assert admin_client.post(reverse("portal:cluster_new"), body).status_code == 302
+        group = Cluster.objects.get(team=team, name="train").instance_groups.get()
+        assert (group.training_plan_arn, group.availability_zone) == (arn, "us-west-2b")
+
+
+class TestCreate:
+    def test_valid_form_creates_and_opens_the_cluster_page(self, admin_client, team, no_enqueue,
+                                                           django_capture_on_commit_callbacks):
+        with django_capture_on_commit_callbacks(execute=True):
+            response = admin_client.post(reverse("portal:cluster_new"),
+                                         {**FORM, "deep_health_checks": "InstanceStress"})
+        cluster = Cluster.objects.get(team=team, name="train")
+        assert response.status_code == 302 and response["Location"] == reverse("portal:cluster", args=[cluster.pk])
+        group = cluster.instance_groups.get()
+        assert (group.name, group.instance_type, group.count, group.deep_health_checks) == (
+            "workers", "ml.g5.xlarge", 2, ["InstanceStress"])
+        operation = operations_of(cluster).get()
+        assert operation.kind == "cluster.create" and operation.via == "ui" and no_enqueue == [operation.pk]
+        page = admin_client.get(response["Location"]).content.decode()
+        assert "Creating cluster train" in page and 'id="operation-panel"' in page
+
+    def test_bad_input_is_shown_next_to_its_field_and_creates_nothing(self, admin_client):
+        for change, field, text in [
+            ({"count": "0"}, "count", "greater than or equal to 1"),
+            ({"efa_only": "on"}, "efa_only", "EFA-only networking needs"),
+            ({"instance_type": "ml.trn1.2xlarge"}, "instance_type", "not offered in us-west-2a"),
+            ({"name": "Bad_Name"}, "name", "lowercase letters"),
+            ({"availability_zone": "us-west-2z"}, "availability_zone", "not a zone of us-west-2"),
+            ({"capacity_type": "training_plan"}, "training_plan_arn", "Required for training-plan capacity"),
+        ]:
+            response = admin_client.post(reverse("portal:cluster_new"), {**FORM, "name": "keepme", **change})
+            html = response.content.decode()
+            assert response.status_code == 400
+            assert "Cluster not created" in html
+            # The message sits in the field's own block, after its input.
+            block = re.search(
+                rf'<(?:div|fieldset) class="field has-error">(?:(?!class="field).)*?name="{field}"(.*?)</div>',
+                html, re.S,
+            )
+            assert block and text in block.group(1), (field, html)
+            assert f'value="{change.get("name", "keepme")}"' in html  # what was typed stays
+        assert not Cluster.objects.exists() and not Operation.objects.exists()
+
+    def test_preflight_lists_each_check(self, admin_client):
+        url = reverse("portal:cluster_preflight")
+        html = admin_client.post(url, FORM, **HTMX).content.decode()
+        assert "<html" not in html and "All checks passed" in html
+        for name in ("role_assumable", "name_free", "quota:ml.g5.xlarge", "offered:workers"):
+            assert f"<code>{name}</code>" in html
+        html = admin_client.post(url, {**FORM, "instance_type": "ml.p5.48xlarge", "count": "50"}, **HTMX)
+        html = html.content.decode()
+        assert "Some checks failed" in html and "needs 50" in html and "check-failed" in html
+        html = admin_client.post(url, {**FORM, "count": "0"}, **HTMX).content.decode()
+        assert "Fix these first" in html and "Count:" in html
+        assert not Cluster.objects.exists()
+
+
+class TestRoles:
+    def test_member_and_viewer_cannot_create(self, member_client, viewer_client):
+        for client in (member_client, viewer_client):
+            page = client.get(reverse("portal:cluster_new"))
+            assert page.status_code == 403 and b"This needs the admin role" in page.content
+            assert client.post(reverse("portal:cluster_new"), FORM).status_code == 403
+            assert client.post(reverse("portal:cluster_preflight"), FORM).status_code == 403
+        assert not Cluster.objects.exists()
+
+    def test_member_cannot_delete_or_change_zone(self, member_client, team):
+        cluster = make_cluster(team, status=ClusterStatus.FAILED)
+        url = reverse("portal:cluster_delete", args=[cluster.pk])
+        assert member_client.get(url).status_code == 403
+        assert member_client.post(url, {"confirm_name": "train"}).status_code == 403
+        zone = reverse("portal:cluster_change_zone", args=[cluster.pk])
+        assert member_client.post(zone, {"availability_zone": "us-west-2b"}).status_code == 403
+        cluster.refresh_from_db()
+        assert cluster.status == ClusterStatus.FAILED and cluster.availability_zone == "us-west-2a"
+        page = member_client.get(reverse("portal:cluster", args=[cluster.pk])).content.decode()
+        assert "Delete…" not in page and "Try another availability zone" not in page
+
+
+class TestDelete:
+    def test_wrong_name_changes_nothing(self, admin_client, team, no_enqueue):
+        cluster = make_cluster(team)
+        response = admin_client.post(reverse("portal:cluster_delete", args=[cluster.pk]), {"confirm_name": "trian"})
+        assert response.status_code == 400
+        assert b"Type the cluster&#x27;s name, train, exactly" in response.content
+        assert b'value="trian"' in response.content
+        cluster.refresh_from_db()
+        assert cluster.status == ClusterStatus.ACTIVE and not operations_of(cluster).exists()
+
+    def test_right_name_starts_the_delete_and_shows_its_panel(self, admin_client, team, no_enqueue):
+        cluster = make_cluster(team)
+        response = admin_client.post(reverse("portal:cluster_delete", args=[cluster.pk]), {"confirm_name": "train"})
+        assert response.status_code == 302 and response["Location"] == reverse("portal:cluster", args=[cluster.pk])
+        cluster.refresh_from_db()
+        assert cluster.status == ClusterStatus.DELETING
+        page = admin_client.get(response["Location"]).content.decode()
+        assert "Deleting cluster train" in page and "Delete cluster" in page and 'id="operation-panel"' in page
+        assert 'hx-trigger="every 2s"' in page  # the panel and the summary follow the delete
+
+    def test_busy_cluster_needs_force(self, admin_client, team, no_enqueue):
+        cluster = make_cluster(team, status=ClusterStatus.CREATING)
+        running = give_operation(cluster)
+        url = reverse("portal:cluster_delete", args=[cluster.pk])
+        response = admin_client.post(url, {"confirm_name": "train"}, follow=True)
+        assert b"is still running on this cluster" in response.content
+        assert Cluster.objects.get(pk=cluster.pk).status == ClusterStatus.CREATING
+        admin_client.post(url, {"confirm_name": "train", "force": "on"})
+        assert Cluster.objects.get(pk=cluster.pk).status == ClusterStatus.DELETING
+        assert Operation.objects.get(pk=running.pk).cancel_requested
+
+
+class TestClusterPage:
+    def test_tabs_show_overview_network_storage_and_operations(self, viewer_client, team):
+        cluster = make_cluster(
+            team, eks_endpoint="https://eks.example", eks_cluster_arn="arn:aws:eks:us-west-2:1:cluster/x",
+            node_summary={"total": 2, "ready": 2, "by_health": {"Schedulable": 2}, "by_group": {"workers": 2}},
+            network={"vpc_id": "vpc-1", "vpc_cidr": "10.0.0.0/16", "subnets": {"private-0": "subnet-p0"},
+                     "nat_gateway_id": "nat-1", "security_group_id": "sg-1", "s3_endpoint_id": "vpce-1"},
+        )
+        ComputeSubnet.objects.create(cluster=cluster, availability_zone="us-west-2a", cidr="10.0.16.0/20",
+                                     subnet_id="subnet-c1")
+        operation = give_operation(cluster, status=OperationStatus.SUCCEEDED)
+        url = reverse("portal:cluster", args=[cluster.pk])
+        overview = viewer_client.get(url).content.decode()
+        assert "https://eks.example" in overview and "arn:aws:eks:us-west-2:1:cluster/x" in overview
+        assert "2 registered, 2 ready; 2 Schedulable" in overview and "<code>ml.g5.xlarge</code>" in overview
+        assert 'id="operation-panel"' in overview
+        assert 'hx-trigger="every 2s"' not in overview  # nothing polls once all is settled
+        network = viewer_client.get(url, {"tab": "network", "part": "tab"}, **HTMX).content.decode()
+        assert "<html" not in network
+        for text in ("vpc-1", "subnet-p0", "10.0.8.0/22", "nat-1", "sg-1", "vpce-1", "10.0.16.0/20", "subnet-c1"):
+            assert text in network
+        storage = viewer_client.get(url, {"tab": "storage"}).content.decode()
+        assert "No shared storage" in storage and "<html" in storage
+        operations = viewer_client.get(url, {"tab": "operations", "part": "tab"}, **HTMX).content.decode()
+        assert reverse("portal:operation", kwargs={"op_id": operation.pk}) in operations
+
+    def test_summary_polls_while_creating_and_stops_when_settled(self, viewer_client, team):
+        cluster = make_cluster(team, status=ClusterStatus.CREATING)
+        give_operation(cluster)
+        url = reverse("portal:cluster", args=[cluster.pk])
+        page = viewer_client.get(url).content.decode()
+        assert f'hx-get="{url}?part=summary" hx-trigger="every 2s"' in page
+        busy = viewer_client.get(url, {"part": "summary"}, **HTMX)
+        assert "<html" not in busy.content.decode() and "hx-trigger" in busy.content.decode()
+        assert "HX-Trigger" not in busy.headers
+        Cluster.objects.filter(pk=cluster.pk).update(status=ClusterStatus.ACTIVE)
+        settled = viewer_client.get(url, {"part": "summary"}, **HTMX)
+        assert "hx-trigger" not in settled.content.decode() and "Active" in settled.content.decode()
+        assert settled.headers["HX-Trigger"] == "cluster-settled"  # the open tab reloads once
+
+    def test_a_deleted_cluster_keeps_its_page_for_history_without_actions(self, admin_client, team):
+        cluster = make_cluster(team, status=ClusterStatus.DELETED)
+        give_operation(cluster, kind="cluster.delete", status=OperationStatus.SUCCEEDED)
+        page = admin_client.get(reverse("portal:cluster", args=[cluster.pk])).content.decode()
+        assert "This cluster was deleted" in page and 'id="operation-panel"' in page
+        assert "Delete…" not in page and "Make active" not in page
+        assert admin_client.get(reverse("portal:cluster_delete", args=[cluster.pk])).status_code == 404
+
+    def test_failed_cluster_offers_the_zone_change_with_the_hint(self, admin_client, team):
+        cluster = make_cluster(team, status=ClusterStatus.FAILED)
+        give_operation(cluster, status=OperationStatus.FAILED, error_code="InsufficientCapacity",
+                       error_message="No capacity", error_hint="Choose another availability zone and retry.")
+        url = reverse("portal:cluster", args=[cluster.pk])
+        page = admin_client.get(url).content.decode()
+        assert "Try another availability zone" in page and "Hint: Choose another availability zone" in page
+        assert options(page, "availability_zone") == ["us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"]
+        assert "Retry from where it stopped" in page
+        zone = reverse("portal:cluster_change_zone", args=[cluster.pk])
+        response = admin_client.post(zone, {"availability_zone": "us-west-9q"}, follow=True)
+        assert b"Zone not changed" in response.content
+        response = admin_client.post(zone, {"availability_zone": "us-west-2b"}, follow=True)
+        assert b"Instance groups moved to us-west-2b" in response.content
+        cluster.refresh_from_db()
+        assert cluster.availability_zone == "us-west-2b"
+        assert cluster.instance_groups.get().availability_zone == "us-west-2b"
+
+
+class TestActivate:
+    def test_activate_from_the_list_and_the_header(self, admin_client, admin_user, team):
+        first, second = make_cluster(team, "first"), make_cluster(team, "second")
+        html = admin_client.get(reverse("portal:clusters")).content.decode()
+        assert "none active" in html and "★ active" not in html  # two clusters, none chosen yet
+        response = admin_client.post(reverse("portal:cluster_activate"), {"cluster": str(second.pk),
+                                                                         "next": "/clusters/"})
+        assert response.status_code == 302 and response["Location"] == "/clusters/"
+        assert ActiveCluster.objects.get(user=admin_user, team=team).cluster == second
+        html = admin_client.get(reverse("portal:clusters")).content.decode()
+        assert html.count("★ active") == 1
+        assert f'<option value="{second.pk}" selected>second</option>' in html  # the header switcher
+        admin_client.post(reverse("portal:cluster_activate"), {"cluster": str(first.pk)})
+        assert ActiveCluster.objects.get(user=admin_user, team=team).cluster == first
+
+    def test_viewers_may_activate(self, viewer_client, viewer_user, team):
+        cluster = make_cluster(team)
+        viewer_client.post(reverse("portal:cluster_activate"), {"cluster": str(cluster.pk)})
+        assert ActiveCluster.objects.get(user=viewer_user, team=team).cluster == cluster
+
+    def test_deleted_cluster_cannot_be_activated(self, admin_client, team):
+        gone = make_cluster(team, status=ClusterStatus.DELETED)
+        assert admin_client.post(reverse("portal:cluster_activate"), {"cluster": str(gone.pk)}).status_code == 404
+        assert admin_client.post(reverse("portal:cluster_activate"), {"cluster": "nope"}).status_code == 404
+
+
+class TestOtherTeams:
+    def test_another_teams_cluster_is_404_on_every_url(self, outsider_client, team):
+        cluster = make_cluster(team, status=ClusterStatus.FAILED)
+        give_operation(cluster, status=OperationStatus.FAILED)
+        pk = cluster.pk
+        detail = reverse("portal:cluster", args=[pk])
+        for method, url, data, extra in [
+            ("get", detail, {}, {}),
+            ("get", detail, {"tab": "network"}, {}),
+            ("get", detail, {"part": "summary"}, HTMX),
+            ("get", detail, {"tab": "operations", "part": "tab"}, HTMX),
+            ("get", reverse("portal:cluster_delete", args=[pk]), {}, {}),
+            ("post", reverse("portal:cluster_delete", args=[pk]), {"confirm_name": "train", "force": "on"}, {}),
+            ("post", reverse("portal:cluster_change_zone", args=[pk]), {"availability_zone": "us-west-2b"}, {}),
+            ("post", reverse("portal:cluster_activate"), {"cluster": str(pk)}, {}),
+        ]:
+            assert getattr(outsider_client, method)(url, data, **extra).status_code == 404, (method, url, data)
+        cluster.refresh_from_db()
+        assert cluster.status == ClusterStatus.FAILED and cluster.availability_zone == "us-west-2a"
+        assert not ActiveCluster.objects.exists()
+        html = outsider_client.get(reverse("portal:clusters")).content.decode()
+        assert str(pk) not in html and "No clusters yet" in html
+
+    def test_a_member_of_both_teams_sees_each_teams_clusters_in_its_own_team(self, team, other_team):
+        user = make_member(team, "dave", Role.ADMIN)
+        from instantstart.tenancy.models import Membership
+
+        Membership.objects.create(team=other_team, user=user, role=Role.ADMIN)
+        make_cluster(team, "acme-one")
+        make_cluster(other_team, "globex-one")
+        client = logged_in(user)
+        html = client.get(reverse("portal:clusters")).content.decode()
+        assert ("acme-one" in html) != ("globex-one" in html)  # one team at a time
