@@ -14,7 +14,7 @@ from urllib.parse import parse_qs
 
 import yaml
 
-from . import admission, errors
+from . import errors
 from .apply import fields_v1, remove_unapplied
 from .errors import ApiError
 from .patch import json_patch, merge_patch, strategic_merge
@@ -264,8 +264,6 @@ class KubeApi:
             if m != "POST":
                 raise errors.method_not_allowed()
             # no PodDisruptionBudget accounting: an eviction is a delete (kubectl drain uses it)
-            pod = c.must_get(rt, ns_key, name)
-            admission.on_pod_deleted(c, pod)
             c.delete(rt, ns_key, name, dry_run=req.dry_run)
             return Response(201, _status_ok())
         if sub == "scale":
@@ -351,14 +349,13 @@ class KubeApi:
             def transform(o: Obj) -> Obj:
                 return self.table(c, rt, [o], req)
         # the generator takes the lock itself; the request lock is released when we return
-        return Response(200, stream=watch_stream(c, rt, ns, pred, rv, timeout, transform))
+        return Response(200, stream=watch_stream(c, rt, ns, pred, rv, timeout, transform,
+                                                 req.environ.get("werkzeug.socket")))
 
     def delete_collection(self, c: Cluster, rt: ResourceType, ns: str | None, req: Request) -> Response:
         pred = self._pred(req)
         for o in [o for o in c.list(rt.gr, ns) if pred(o)]:
             if c.get(rt.gr, o["metadata"].get("namespace", ""), o["metadata"]["name"]) is not None:
-                if rt.gr == "/pods":
-                    admission.on_pod_deleted(c, o)
                 c.delete(rt, o["metadata"].get("namespace", ""), o["metadata"]["name"], dry_run=req.dry_run)
         return Response(200, _status_ok())
 
@@ -489,7 +486,7 @@ class KubeApi:
         limit = int(req.q["limitBytes"]) if req.q.get("limitBytes") not in (None, "") else None
         if req.q.get("follow") in ("true", "1"):
             return Response(200, content_type="text/plain", stream=follow_logs(
-                c, ns, name, pod["metadata"]["uid"], container, tail, since, ts))
+                c, ns, name, pod["metadata"]["uid"], container, tail, since, ts, req.environ.get("werkzeug.socket")))
         lines = c.logs.get(f"{pod['metadata']['uid']}/{container}", [])
         return Response(200, log_text(select_lines(lines, tail, since), ts, limit), "text/plain")
 

@@ -148,7 +148,7 @@ HYPERPOD_PYTORCHJOB_CRD: Obj = {
     "spec": {
         "group": HPJ_GROUP,
         "names": {"kind": "HyperPodPyTorchJob", "listKind": "HyperPodPyTorchJobList",
-                  "plural": "hyperpodpytorchjobs", "singular": "hyperpodpytorchjob", "shortNames": ["hpjob"]},
+                  "plural": "hyperpodpytorchjobs", "singular": "hyperpodpytorchjob"},
         "scope": "Namespaced",
         "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
                       "schema": {"openAPIV3Schema": HYPERPOD_PYTORCHJOB_SCHEMA}}],
@@ -275,6 +275,14 @@ def install_crd(c: Cluster, crd: Obj) -> None:
         body["metadata"] = {"name": name, "labels": {MANAGED_LABEL: "true"},
                             "annotations": dict(crd["metadata"].get("annotations") or {})}
         c.create(rt, body)
+
+
+def preload(names: set[str]) -> None:
+    """Parse the CRD files these add-ons need (slow the first time) before the cluster lock is taken."""
+    for addon in names:
+        for crd in (ADDONS.get(addon) or ("", [], []))[2]:
+            if isinstance(crd, str):
+                load_crd(crd)
 
 
 def apply_addons(c: Cluster, names: set[str]) -> None:

@@ -341,6 +341,8 @@ class Cluster:
             new["metadata"]["deletionGracePeriodSeconds"] = 0
             return self._write_modified(rt.gr, new, obj)
         uid = obj["metadata"]["uid"]
+        if rt.gr == "/pods":
+            admission.on_pod_deleted(self, obj)  # the kubelet's Killing events
         if propagation == "Orphan":
             self._orphan(uid, namespace)
         else:
@@ -389,8 +391,6 @@ class Cluster:
             rt = self.type_by_gr(gr)
             if rt is None or self.get(gr, dep["metadata"].get("namespace", ""), dep["metadata"]["name"]) is None:
                 continue
-            if gr == "/pods":
-                admission.on_pod_deleted(self, dep)
             self.delete(rt, dep["metadata"].get("namespace", ""), dep["metadata"]["name"])
 
     def _orphan(self, uid: str, namespace: str) -> None:

@@ -7,6 +7,8 @@ the lock while writing to the socket, so a slow client cannot block the API serv
 from __future__ import annotations
 
 import json
+import select
+import socket
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -30,10 +32,29 @@ def _line(etype: str, obj: Obj) -> bytes:
     return (json.dumps({"type": etype, "object": obj}, separators=(",", ":")) + "\n").encode()
 
 
+def client_gone(sock: socket.socket | None) -> bool:
+    """Whether the peer closed the connection (readable with nothing to read). Streams write only
+    when something happens, so without this check an abandoned watch would hold its thread until
+    its timeout."""
+    if sock is None:
+        return False
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        if not readable:
+            return False
+        return sock.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
+
+
 def watch_stream(c: Cluster, rt: ResourceType, namespace: str | None, pred: Callable[[Obj], bool],
                  rv: str | None, timeout: float | None,
-                 transform: Callable[[Obj], Obj] | None = None) -> Iterator[bytes]:
-    """Newline-delimited watch events; `transform` renders objects (e.g. as one-row Tables for kubectl)."""
+                 transform: Callable[[Obj], Obj] | None = None,
+                 sock: socket.socket | None = None) -> Iterator[bytes]:
+    """Newline-delimited watch events; `transform` renders objects (e.g. as one-row Tables for kubectl).
+    The first (empty) chunk makes the server send the response headers at once, as the apiserver does:
+    clients wait for them before they consider the watch established."""
+    yield b""
     if transform is not None:
         def _present(rt: ResourceType, obj: Obj) -> Obj:
             return transform(present(rt, obj))
@@ -81,7 +102,7 @@ def watch_stream(c: Cluster, rt: ResourceType, namespace: str | None, pred: Call
                 pending.append(ev)
             if not pending:
                 remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                if remaining <= 0 or client_gone(sock):
                     return
                 c.cond.wait(min(remaining, 1.0))
                 continue
@@ -139,8 +160,9 @@ def container_running(pod: Obj, container: str) -> bool:
 
 
 def follow_logs(c: Cluster, namespace: str, name: str, uid: str, container: str, tail: int | None,
-                since_seconds: int | None, timestamps: bool) -> Iterator[bytes]:
+                since_seconds: int | None, timestamps: bool, sock: socket.socket | None = None) -> Iterator[bytes]:
     """Stream existing lines, then new ones until the container stops or the pod goes away."""
+    yield b""
     key = f"{uid}/{container}"
     with c.lock:
         lines = c.logs.get(key, [])
@@ -161,6 +183,8 @@ def follow_logs(c: Cluster, namespace: str, name: str, uid: str, container: str,
             pod = c.get("/pods", namespace, name)
             alive = pod is not None and pod["metadata"]["uid"] == uid and container_running(pod, container)
             if not new and alive:
+                if client_gone(sock):
+                    return
                 c.cond.wait(0.5)
                 continue
         if new:

@@ -20,7 +20,7 @@ from .controllers.kubelet import crash, run_kubelet
 from .controllers.nodes import sync_nodes as _sync_nodes
 from .controllers.scheduler import schedule
 from .controllers.workloads import run_workloads
-from .operators import apply_addons
+from .operators import apply_addons, preload
 from .store import Cluster
 
 SNAPSHOT = "kube.json"
@@ -98,8 +98,10 @@ class KubeWorld:
         c = self.clusters.get(key)
         if c is None:
             return
+        names = set(names)
+        preload(names)
         with c.lock:
-            apply_addons(c, set(names))
+            apply_addons(c, names)
 
     def inject_pod_crash(self, key: str, namespace: str, name_prefix: str, count: int = 1) -> list[str]:
         """Fail up to `count` running pods whose name starts with name_prefix; returns their names."""

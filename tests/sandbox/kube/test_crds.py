@@ -150,3 +150,16 @@ def test_cluster_scoped_crd_and_removal(kube: Kube) -> None:
         "items"]] == ["w1"]
     kube.ext.delete_custom_resource_definition("widgets.example.com")
     wait_for(lambda: kube.raw("GET", "/apis/example.com/v1/widgets")[0] == 404, what="CRD no longer served")
+
+
+def test_bundled_crds_are_the_reference_files() -> None:
+    """sandbox/kube/crds holds verbatim copies of the upstream CRDs in ../shared/reference/crds."""
+    from pathlib import Path
+
+    from .conftest import CRD_DIR
+
+    ref = Path(__file__).resolve().parents[4] / "shared" / "reference" / "crds"
+    if not ref.is_dir():
+        pytest.skip("reference CRDs not present on this machine")
+    for f in sorted(CRD_DIR.glob("*.yaml")):
+        assert f.read_bytes() == (ref / f.name).read_bytes(), f.name

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -69,6 +70,13 @@ spec:
 """)
     res = kube.kubectl("apply", "-f", str(manifest))
     assert "namespace/team-a created" in res.stdout and "deployment.apps/web created" in res.stdout
+    # watch-based commands return as soon as the condition holds (the watch answers headers at once)
+    t0 = time.monotonic()
+    assert "successfully rolled out" in kube.kubectl("rollout", "status", "deployment/web", "-n", "team-a",
+                                                     "--timeout=20s").stdout
+    assert "condition met" in kube.kubectl("wait", "--for=condition=Available", "deployment/web", "-n", "team-a",
+                                           "--timeout=20s").stdout
+    assert time.monotonic() - t0 < 10
     wait_for(lambda: kube.apps.read_namespaced_deployment("web", "team-a").status.ready_replicas == 2)
     manifest.write_text(manifest.read_text().replace("value: one", "value: two"))
     res = kube.kubectl("apply", "-f", str(manifest))
