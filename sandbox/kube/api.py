@@ -46,6 +46,9 @@ class Response:
         self.stream = stream
 
 
+_RETURNS_DELETED = {"/pods", "/namespaces", "/services", "/persistentvolumes", "/persistentvolumeclaims"}
+
+
 def _status_ok(details: dict[str, Any] | None = None) -> Obj:
     out: Obj = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
     if details:
@@ -302,8 +305,9 @@ class KubeApi:
             pre = opts.get("preconditions") or {}
             obj = c.delete(rt, ns_key, name, propagation=prop, precondition_uid=pre.get("uid"),
                            precondition_rv=pre.get("resourceVersion"), dry_run=req.dry_run)
-            # pods, namespaces and custom objects answer with the object, the rest with a Status
-            if rt.crd or rt.gr in ("/pods", "/namespaces") or obj["metadata"].get("deletionTimestamp"):
+            # Kinds whose real storage sets ReturnDeletedObject (pods, namespaces, services, volumes and
+            # claims) and custom objects answer with the object; the rest with a Status.
+            if rt.crd or rt.gr in _RETURNS_DELETED or obj["metadata"].get("deletionTimestamp"):
                 return Response(200, present(rt, obj))
             return Response(200, _status_ok({"name": name, "group": rt.group, "kind": rt.plural,
                                              "uid": obj["metadata"]["uid"]}))

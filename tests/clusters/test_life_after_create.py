@@ -7,7 +7,7 @@ from kubernetes import client as k8s
 
 from clusters.models import ActiveCluster, Cluster
 from instantstart.cloud.aws import team_cloud
-from instantstart.cloud.kube import api_client, delete
+from instantstart.cloud.kube import api_client
 from tests.clusters.helpers import cluster_body, creates_in, sandbox_calls, wait_for_operation
 from tests.conftest import wait_until
 
@@ -85,7 +85,7 @@ def test_drift_shows_and_reconcile_repairs(admin_api, team, active_cluster):
     assert admin_api.get(f"{url}drift/").json() == {"in_sync": True, "differences": []}
     cloud = team_cloud(team, "us-west-2")
     core = k8s.CoreV1Api(api_client(cloud, active_cluster.eks_cluster_name))
-    delete(api_client(cloud, active_cluster.eks_cluster_name), "v1", "PersistentVolumeClaim", "shared", team.slug)
+    core.delete_namespaced_persistent_volume_claim("shared", team.slug)  # someone ran kubectl delete
     drift = admin_api.get(f"{url}drift/").json()
     assert drift["in_sync"] is False
     assert {"resource": "storage/shared", "field": "claim", "recorded": "shared", "actual": None} in drift[
