@@ -140,6 +140,14 @@ class Tool:
         queryset = getattr(self.view, "queryset", None)
         return str(queryset.model._meta.verbose_name) if queryset is not None else "object"
 
+    def _path_description(self, argument: str) -> str:
+        # Named after the argument (cluster_id → "The cluster's id."); the view's model only names a bare id.
+        if argument.endswith("_id"):
+            return f"The {argument[:-3].replace('_', ' ')}'s id."
+        if argument == "id":
+            return f"The {self._object_name()}'s id."
+        return f"The {self._object_name()}'s {argument.replace('_', ' ')}."
+
     @property
     def input_schema(self) -> dict[str, Any]:
         """The JSON Schema of the tool's arguments (built once)."""
@@ -151,7 +159,7 @@ class Tool:
         properties: dict[str, Any] = {}
         required: list[str] = []
         for argument in self.path_params or {}:
-            properties[argument] = {"type": "string", "description": f"The {self._object_name()}'s id."}
+            properties[argument] = {"type": "string", "description": self._path_description(argument)}
             required.append(argument)
         if self.input is not None:
             body = serializer_schema(self.input(), partial=self.action == "partial_update")

@@ -106,14 +106,9 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TeamViewS
             raise serializers.ValidationError(
                 {field: ["This field cannot be changed after create."] for field in immutable}
             )
-        serializer = ClusterZoneChangeSerializer(data=request.data)
+        serializer = ClusterZoneChangeSerializer(data=request.data, context={"cluster": cluster})
         serializer.is_valid(raise_exception=True)
         zone = serializer.validated_data["availability_zone"]
-        zones = [
-            z["name"] for z in catalog.availability_zones(team_cloud(cluster.team, cluster.region), cluster.region)
-        ]
-        if zone not in zones:
-            raise serializers.ValidationError({"availability_zone": [f"{zone} is not a zone of {cluster.region}."]})
         if zone == cluster.availability_zone:
             data = ClusterSerializer(cluster, context=self.get_serializer_context()).data
             return Response({"changed": False, **data})

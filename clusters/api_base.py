@@ -23,3 +23,12 @@ class ClusterChildMixin:
 
     def operation_data(self, operation) -> dict:
         return OperationSerializer(operation, context=self.get_serializer_context()).data
+
+    def require_hyperpod(self) -> None:
+        """Groups and nodes exist only once the HyperPod cluster does: before that, a clear 409."""
+        from instantstart.api.errors import Conflict
+
+        if self.cluster.status != ClusterStatus.ACTIVE or not self.cluster.hyperpod_cluster_name:
+            raise Conflict(
+                f"The cluster is {self.cluster.status}: instance groups and nodes change only once it is active."
+            )

@@ -94,6 +94,7 @@ class InstanceGroupViewSet(ClusterChildMixin, mixins.ListModelMixin, mixins.Retr
     def partial_update(self, request, cluster_pk=None, name=None):
         """Scale: send {"count": N}. When the group already has N (read from HyperPod), 200 changed:false."""
         group = self.get_object()
+        self.require_hyperpod()
         serializer = InstanceGroupUpdateSerializer(data=request.data, context={"group": group})
         serializer.is_valid(raise_exception=True)
         sagemaker = team_cloud(self.cluster.team, self.cluster.region).client("sagemaker")
@@ -121,6 +122,7 @@ class InstanceGroupViewSet(ClusterChildMixin, mixins.ListModelMixin, mixins.Retr
     def destroy(self, request, cluster_pk=None, name=None):
         """Delete the group (202). Refused while workloads run on its nodes, unless force=true."""
         group = self.get_object()
+        self.require_hyperpod()
         if not _force(request):
             busy = [
                 f"{p['namespace']}/{p['name']}"
@@ -190,6 +192,7 @@ class NodeViewSet(ClusterChildMixin, TeamViewSet):
         return Response(self._node(node))
 
     def _act(self, node: str, action_name: str) -> Response:
+        self.require_hyperpod()
         found = self._node(node)
         operation = node_action(
             access=self.access,

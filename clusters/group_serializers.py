@@ -117,9 +117,3 @@ class InstanceGroupUpdateSerializer(serializers.Serializer):
             if quota:
                 raise serializers.ValidationError({"count": [c.message for c in quota]})
         return attrs
-
-
-class NodeActionSerializer(serializers.Serializer):
-    """Reboot/replace/delete need nothing but the node; `force` overrides the running-workload guard."""
-
-    force = serializers.BooleanField(default=False)

@@ -176,10 +176,22 @@ GROUP_DELETE = register(
     )
 )
 
+
+def _node_deleted(operation: Operation) -> None:
+    # HyperPod lowers the group's count when a node is deleted; keep the record true.
+    if operation.status == OperationStatus.SUCCEEDED:
+        group = InstanceGroup.objects.filter(
+            cluster_id=operation.target_id, name=operation.params.get("instance_group")
+        ).first()
+        if group is not None and group.count > 0:
+            InstanceGroup.objects.filter(pk=group.pk).update(count=group.count - 1)
+
+
 for _action in ("reboot", "replace", "delete"):
     register(
         OperationKind(
             name=f"node.{_action}",
+            on_finish=_node_deleted if _action == "delete" else None,
             title=f"{_action.capitalize()} node",
             role=Role.ADMIN,
             steps=(

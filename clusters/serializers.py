@@ -165,9 +165,17 @@ def validate_group_against_cloud(cloud, region: str, zone: str, group: dict, pla
 
 
 class ClusterZoneChangeSerializer(serializers.Serializer):
-    """Moving a failed cluster's instance groups to another zone before a retry."""
+    """Moving a failed cluster's instance groups to another zone before a retry (context: the cluster)."""
 
     availability_zone = serializers.CharField(max_length=32)
+
+    def validate_availability_zone(self, value: str) -> str:
+        cluster: Cluster = self.context["cluster"]
+        cloud = team_cloud(cluster.team, cluster.region)
+        zones = [zone["name"] for zone in catalog.availability_zones(cloud, cluster.region)]
+        if value not in zones:
+            raise serializers.ValidationError(f"{value} is not a zone of {cluster.region}.")
+        return value
 
 
 class InstanceGroupSerializer(serializers.ModelSerializer):

@@ -51,6 +51,7 @@ def create_cluster(*, access: Access, data: dict, idempotency_key: str = "") -> 
                 efa_only=group["efa_only"],
                 deep_health_checks=group.get("deep_health_checks", []),
                 availability_zone=group.get("availability_zone", data["availability_zone"]),
+                status="Creating",
             )
         if data["storage"] != StorageChoice.NONE:
             Storage.objects.create(

@@ -21,7 +21,7 @@ from instantstart.portal.views import _kind_or_none, _panel_context, region_choi
 from instantstart.tenancy.roles import Role
 
 from . import catalog
-from .models import CapacityType, Cluster, ClusterStatus, DeepHealthCheck, StorageChoice
+from .models import CapacityType, Cluster, ClusterStatus, DeepHealthCheck, InstanceGroup, StorageChoice
 from .network import base_subnets
 from .preflight import run_preflight
 from .selectors import active_cluster, last_operation, operations_of
@@ -34,7 +34,14 @@ from .serializers import (
 from .services import ClusterStateError, change_zone, create_cluster, delete_cluster, set_active_cluster
 from .steps.eks import eks_name
 
-TABS = (("overview", "Overview"), ("network", "Network"), ("storage", "Storage"), ("operations", "Operations"))
+TABS = (
+    ("overview", "Overview"),
+    ("groups", "Instance groups"),
+    ("nodes", "Nodes"),
+    ("network", "Network"),
+    ("storage", "Storage"),
+    ("operations", "Operations"),
+)
 # While the cluster is in one of these, its summary on the cluster page polls itself.
 BUSY = (ClusterStatus.CREATING, ClusterStatus.DELETING)
 # The fields of the create form. One instance group is enough here; REST takes several.
@@ -286,9 +293,14 @@ def _network_rows(cluster: Cluster) -> list[tuple[str, str, str]]:
     return [(role, subnet_id, cidrs.get(role, "")) for role, subnet_id in sorted(subnets.items())]
 
 
-def _tab_context(cluster: Cluster, tab: str) -> dict:
+def _tab_context(request, cluster: Cluster, tab: str) -> dict:
     context: dict = {"cluster": cluster, "tab": tab, "tabs": TABS}
-    if tab == "overview":
+    if tab in ("groups", "nodes"):
+        # group_views builds on this module's helpers; importing it here keeps the import one-way.
+        from .group_views import groups_tab_context, nodes_tab_context
+
+        context.update((groups_tab_context if tab == "groups" else nodes_tab_context)(request, cluster))
+    elif tab == "overview":
         groups = list(cluster.instance_groups.all())
         by_group = (cluster.node_summary or {}).get("by_group") or {}
         context["groups"] = [(group, by_group.get(group.name)) for group in groups]
@@ -299,6 +311,43 @@ def _tab_context(cluster: Cluster, tab: str) -> dict:
         context["storages"] = cluster.storages.all()
     elif tab == "operations":
         context["operations"] = operations_of(cluster).select_related("requested_by").order_by("-created_at")
+    return context
+
+
+def _focused_operation(request, cluster: Cluster) -> Operation | None:
+    """The operation named by ?operation= when it is this cluster's or one of its groups' (else None)."""
+    try:
+        op_id = uuid.UUID(request.GET.get("operation", ""))
+    except ValueError:
+        return None
+    operation = Operation.objects.visible_to(request.access).filter(pk=op_id).first()
+    if operation is None:
+        return None
+    if operation.target_id == str(cluster.pk):
+        return operation
+    if operation.target_type == ContentType.objects.get_for_model(InstanceGroup):
+        return operation if cluster.instance_groups.filter(pk=operation.target_id).exists() else None
+    return None
+
+
+def detail_context(request, cluster: Cluster, tab: str) -> dict:
+    """Everything the cluster page shows; the focused operation (?operation=) replaces the latest one."""
+    operation = _focused_operation(request, cluster) or last_operation(cluster)
+    access = request.access
+    is_admin = access.can(Role.ADMIN)
+    active = active_cluster(request.user, access.team)
+    context = {
+        **_tab_context(request, cluster, tab),
+        **(_panel_context(request, operation) if operation else {}),
+        "section": "clusters",
+        "operation": operation,
+        "busy": cluster.status in BUSY,
+        "is_active": active is not None and active.pk == cluster.pk,
+        "can_manage": is_admin and cluster.status != ClusterStatus.DELETED,
+        "zone_form": None,
+    }
+    if is_admin and cluster.status == ClusterStatus.FAILED:
+        context["zone_form"] = _zone_form_context(cluster)
     return context
 
 
@@ -316,24 +365,8 @@ def cluster_detail(request, cluster_id):
             response["HX-Trigger"] = "cluster-settled"
         return response
     if wants_partial(request) and part == "tab":
-        return render(request, "clusters/_tab.html", _tab_context(cluster, tab))
-    operation = last_operation(cluster)
-    access = request.access
-    is_admin = access.can(Role.ADMIN)
-    active = active_cluster(request.user, access.team)
-    context = {
-        **_tab_context(cluster, tab),
-        **(_panel_context(request, operation) if operation else {}),
-        "section": "clusters",
-        "operation": operation,
-        "busy": cluster.status in BUSY,
-        "is_active": active is not None and active.pk == cluster.pk,
-        "can_manage": is_admin and cluster.status != ClusterStatus.DELETED,
-        "zone_form": None,
-    }
-    if is_admin and cluster.status == ClusterStatus.FAILED:
-        context["zone_form"] = _zone_form_context(cluster)
-    return render(request, "clusters/detail.html", context)
+        return render(request, "clusters/_tab.html", _tab_context(request, cluster, tab))
+    return render(request, "clusters/detail.html", detail_context(request, cluster, tab))
 
 
 def _zone_form_context(cluster: Cluster) -> dict:
@@ -351,18 +384,14 @@ def _zone_form_context(cluster: Cluster) -> dict:
 def cluster_change_zone(request, cluster_id):
     """Move a failed cluster's instance groups to another zone; the user then retries the operation."""
     cluster = _cluster_for(request, cluster_id)
-    serializer = ClusterZoneChangeSerializer(data={"availability_zone": request.POST.get("availability_zone", "")})
-    errors = {} if serializer.is_valid() else dict(serializer.errors)
+    serializer = ClusterZoneChangeSerializer(
+        data={"availability_zone": request.POST.get("availability_zone", "")}, context={"cluster": cluster}
+    )
+    try:
+        errors = {} if serializer.is_valid() else dict(serializer.errors)
+    except Exception as exc:  # noqa: BLE001 - a cloud error is shown; _cloud_error re-raises the rest
+        errors = {"availability_zone": [_cloud_error(exc)]}
     zone = serializer.validated_data.get("availability_zone", "") if not errors else ""
-    if not errors:
-        try:
-            cloud = team_cloud(cluster.team, cluster.region)
-            zones = [z["name"] for z in catalog.availability_zones(cloud, cluster.region)]
-        except Exception as exc:  # noqa: BLE001 - a cloud error is shown; _cloud_error re-raises the rest
-            errors = {"availability_zone": [_cloud_error(exc)]}
-        else:
-            if zone not in zones:
-                errors = {"availability_zone": [f"{zone} is not a zone of {cluster.region}."]}
     if errors:
         messages.error(request, "Zone not changed: " + " ".join(str(e) for v in errors.values() for e in v))
         return redirect("portal:cluster", cluster_id=cluster.pk)

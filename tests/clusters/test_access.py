@@ -54,3 +54,15 @@ def test_region_and_name_cannot_change(admin_api, cluster):
 def test_a_duplicate_name_is_refused(admin_api, cluster):
     response = admin_api.post("/api/v1/clusters/", cluster_body("mine"), format="json")
     assert response.status_code == 400 and "name" in response.json()["error"]["fields"]
+
+
+def test_groups_and_nodes_of_a_cluster_still_creating_are_a_clear_409(admin_api, cluster):
+    base = f"/api/v1/clusters/{cluster.pk}"
+    for method, path, data in [
+        ("patch", f"{base}/instance-groups/gpu/", {"count": 3}),
+        ("delete", f"{base}/instance-groups/gpu/", None),
+        ("post", f"{base}/nodes/i-0123456789abcdef0/reboot/", None),
+    ]:
+        response = getattr(admin_api, method)(path, data, format="json")
+        assert response.status_code == 409, (method, path, response.status_code)
+        assert "creating" in response.json()["error"]["message"]
