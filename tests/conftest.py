@@ -3,6 +3,7 @@ token-authenticated API clients, and a real Celery worker process."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import subprocess
@@ -99,6 +100,16 @@ def anonymous_api() -> APIClient:
 # --- a real Celery worker ------------------------------------------------------------------
 
 
+_LIVE_WORKERS: set[WorkerProcess] = set()
+
+
+@atexit.register
+def _kill_leftover_workers() -> None:
+    # Workers run in sessions of their own; if pytest dies without teardown they must not linger.
+    for worker in list(_LIVE_WORKERS):
+        worker.kill()
+
+
 class WorkerProcess:
     """A `celery worker` subprocess on this test database and a queue of its own."""
 
@@ -157,6 +168,7 @@ class WorkerProcess:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+        _LIVE_WORKERS.add(self)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if "ready." in self.log_path.read_text():
@@ -168,11 +180,13 @@ class WorkerProcess:
 
     def kill(self) -> None:
         """SIGKILL, like an OOM kill or a lost node: no cleanup runs."""
+        _LIVE_WORKERS.discard(self)
         if self.proc and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(10)
 
     def stop(self) -> None:
+        _LIVE_WORKERS.discard(self)
         if self.proc and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
             try:
