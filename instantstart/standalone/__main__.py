@@ -56,6 +56,8 @@ def main() -> int:
     print("  Ctrl-C stops everything.\n", flush=True)
     try:
         supervisor.serve(args.host, args.port)
+    except KeyboardInterrupt:
+        pass  # uvicorn re-raises Ctrl-C after its graceful shutdown; ours follows
     finally:
         supervisor.stop()
     return 0
