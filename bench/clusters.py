@@ -13,9 +13,17 @@ driven by --workers real `celery worker` subprocesses against an in-process Sand
                    nodes): when the sandbox made it ready -> when the next phase started (p50/p99)
   hand-off         for every phase transition: Phase[i].finished_at -> Phase[i+1].started_at
 
+Reading it: with the poll scale at 1/speedup the steps poll as often, relative to how long the
+sandbox takes, as they would against AWS. When the workers or the sandbox cannot keep up, a poll
+runs later than due, fewer polls happen, and the lags grow: the AWS calls per cluster then
+undercount the polls a cluster makes at AWS's pace (compare a small run at --speedup 20). The
+sandbox runs in this process and shares its CPU (and the GIL) with the driver; the machine's load
+average is printed, since other work on it skews every time measured here (CPU seconds less so).
+
 It measures; it asserts nothing. Needs PostgreSQL and Redis on 127.0.0.1 (the test mode). Uses a
 database of its own (`instantstart_bench_clusters`, created and migrated if missing), a Celery queue
-of its own per run, and deletes the bench teams (`bench-c-*`) of the previous run when it starts:
+of its own per run, and deletes the bench teams (`bench-c-*`) of the previous run when it starts (the
+last run's teams, clusters and operations stay in that database for inspection; worker logs stay in /tmp):
 
   INSTANTSTART_MODE=test DJANGO_SETTINGS_MODULE=instantstart.test_settings \\
       .venv/bin/python bench/clusters.py [--clusters 200] [--teams 20] [--workers 2] [--speedup 200]
@@ -29,6 +37,7 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -252,7 +261,7 @@ def proc_cpu_seconds(pgid: int) -> float:
             raw = Path(f"/proc/{entry}/stat").read_text()
         except OSError:
             continue
-        fields = raw[raw.rindex(")") + 2:].split()  # after "pid (comm) "
+        fields = raw[raw.rindex(")") + 2 :].split()  # after "pid (comm) "
         if int(fields[2]) != pgid:  # field 5: pgrp
             continue
         total += sum(int(v) for v in fields[11:15])  # fields 14-17: utime stime cutime cstime
@@ -295,11 +304,32 @@ class BenchWorker:
     def start(self) -> BenchWorker:
         log = open(self.log_path, "w")  # noqa: SIM115 - kept open for the process's life
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "instantstart", "worker", "-Q", self.queue,
-             "--pool", self.args.pool, "--concurrency", str(self.args.concurrency), "--loglevel", "INFO",
-             "--without-gossip", "--without-mingle", "--without-heartbeat",
-             "--hostname", f"{self.queue}-{self.index}@%h"],
-            cwd=ROOT, env=self.env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "instantstart",
+                "worker",
+                "-Q",
+                self.queue,
+                "--pool",
+                self.args.pool,
+                "--concurrency",
+                str(self.args.concurrency),
+                "--loglevel",
+                "INFO",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "--hostname",
+                f"{self.queue}-{self.index}@%h",
+            ],
+            cwd=ROOT,
+            env=self.env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         log.close()
         return self
@@ -357,7 +387,8 @@ def progress(teams, started: float) -> tuple[int, int]:
     by_status = dict(ops.values_list("status").annotate(n=Count("pk")))
     running = dict(
         Phase.objects.filter(operation__in=ops.exclude(status__in=TERMINAL), status=PhaseStatus.RUNNING)
-        .values_list("name").annotate(n=Count("pk"))
+        .values_list("name")
+        .annotate(n=Count("pk"))
     )
     phases = " ".join(f"{name}={running[name]}" for name in create_phases() if running.get(name))
     between = by_status.get(OperationStatus.RUNNING, 0) - sum(running.values())
@@ -365,8 +396,9 @@ def progress(teams, started: float) -> tuple[int, int]:
     print(
         f"  [{time.monotonic() - started:6.1f}s] succeeded {by_status.get(OperationStatus.SUCCEEDED, 0)}, "
         f"failed {by_status.get(OperationStatus.FAILED, 0)}, pending {by_status.get(OperationStatus.PENDING, 0)}, "
-        f"running {by_status.get(OperationStatus.RUNNING, 0)}" + (f" (in phase: {phases}" if phases else " (")
-        + f"; between phases, next not started yet: {between})",
+        f"running {by_status.get(OperationStatus.RUNNING, 0)}"
+        + (f" (in phase: {phases}" if phases else "")
+        + (f"; between phases, next not started yet: {between})" if phases else ""),
         flush=True,
     )
     return done, ops.count()
@@ -394,9 +426,9 @@ def run(args) -> int:
     queue = f"bench-clusters-{uuid.uuid4().hex[:8]}"
     settings.CELERY_TASK_DEFAULT_QUEUE = queue  # enqueue_advance reads it on every call
     workers = [BenchWorker(i, queue, args, sandbox.aws_endpoint).start() for i in range(args.workers)]
-    sampler = ReadyRecorder(sandbox.world)
-    sampler.install()
-    swept = 0
+    recorder = ReadyRecorder(sandbox.world)
+    recorder.install()
+    swept, finished = 0, False
     try:
         teams = make_teams(args.teams)
         template = validated_body(teams[0])
@@ -405,7 +437,9 @@ def run(args) -> int:
         print(
             f"{args.clusters} clusters over {len(teams)} teams; sandbox speedup {args.speedup:g} at "
             f"{sandbox.aws_endpoint} (state dir {state_dir or 'none'}); {args.workers} worker(s) --pool {args.pool} "
-            f"--concurrency {args.concurrency}; poll scale {settings.OPERATIONS['POLL_SCALE']:.4g}; queue {queue}",
+            f"--concurrency {args.concurrency}; poll scale {settings.OPERATIONS['POLL_SCALE']:.4g}; sweep every "
+            f"{args.sweep_interval:g}s (grace {args.sweep_grace:g}s); queue {queue}; load average now "
+            f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores",
             flush=True,
         )
         sandbox_reset_calls(sandbox)  # the serializer's catalog reads are not part of the creates
@@ -440,14 +474,23 @@ def run(args) -> int:
         cpu_self = sum(os.times()[:2]) - cpu_self0
         busy = machine_busy_seconds() - busy0
         progress(teams, started)
+        print(f"  load average at the end: {os.getloadavg()[0]:.1f} (other work on the machine shares its cores)")
+        finished = True
     finally:
         for worker in workers:
             worker.stop()
-        sampler.uninstall()
+        recorder.uninstall()
+        if not finished:  # interrupted or failed: leave nothing running or queued behind
+            sandbox.stop()
+            if state_dir:
+                shutil.rmtree(state_dir, ignore_errors=True)
+            drop_queue(queue)
     calls = total_calls(sandbox, teams)
     sandbox.stop()
+    if state_dir:
+        shutil.rmtree(state_dir, ignore_errors=True)  # the snapshot grows to tens of MB
     drop_queue(queue)
-    report(args, teams, workers, sampler, calls, cpu_self, busy, wall_driver, create_seconds, swept)
+    report(args, teams, workers, recorder, calls, cpu_self, busy, wall_driver, create_seconds, swept)
     return 0
 
 
@@ -472,11 +515,13 @@ def percentile(values: list[float], pct: float) -> float:
 def dist(values: list[float]) -> str:
     if not values:
         return "n=0"
-    return (f"p50 {percentile(values, 50):7.3f}s  p99 {percentile(values, 99):7.3f}s  "
-            f"max {max(values):7.3f}s  n={len(values)}")
+    return (
+        f"p50 {percentile(values, 50):7.3f}s  p99 {percentile(values, 99):7.3f}s  "
+        f"max {max(values):7.3f}s  n={len(values)}"
+    )
 
 
-def report(args, teams, workers, sampler, calls, cpu_self, busy, wall_driver, create_seconds, swept) -> None:
+def report(args, teams, workers, recorder, calls, cpu_self, busy, wall_driver, create_seconds, swept) -> None:
     from django.db.models import Max, Min
 
     from clusters.models import Cluster
@@ -490,21 +535,28 @@ def report(args, teams, workers, sampler, calls, cpu_self, busy, wall_driver, cr
     succeeded = [op for op in ops if op.status == OperationStatus.SUCCEEDED]
     failed = [op for op in ops if op.status == OperationStatus.FAILED]
     span = Operation.objects.filter(team__in=teams, kind="cluster.create").aggregate(
-        first=Min("created_at"), last=Max("finished_at"))
+        first=Min("created_at"), last=Max("finished_at")
+    )
     wall = (span["last"] - span["first"]).total_seconds() if span["first"] and span["last"] else float("nan")
 
     print()
     print("=" * 100)
-    print(f"OUTCOME  {len(succeeded)} succeeded, {len(failed)} failed, {n - len(succeeded) - len(failed)} unfinished "
-          f"of {n} clusters ({len(teams)} teams, {args.workers} worker(s) --pool {args.pool} "
-          f"--concurrency {args.concurrency}, sandbox speedup {args.speedup:g})")
-    print(f"  wall time (first operation created -> last finished): {wall:.1f}s; creating the {n} clusters in "
-          f"this process took {create_seconds:.1f}s; the driver waited {wall_driver:.1f}s")
+    print(
+        f"OUTCOME  {len(succeeded)} succeeded, {len(failed)} failed, {n - len(succeeded) - len(failed)} unfinished "
+        f"of {n} clusters ({len(teams)} teams, {args.workers} worker(s) --pool {args.pool} "
+        f"--concurrency {args.concurrency}, sandbox speedup {args.speedup:g})"
+    )
+    print(
+        f"  wall time (first operation created -> last finished): {wall:.1f}s; creating the {n} clusters in "
+        f"this process took {create_seconds:.1f}s; the driver waited {wall_driver:.1f}s"
+    )
     durations = [(op.finished_at - op.created_at).total_seconds() for op in succeeded]
     print(f"  per cluster, created -> succeeded: {dist(durations)}")
     minimum = sum(DURATIONS[k] for k in ("nat_gateway", "eks_cluster_create", "addon_create", "hp_create"))
-    print(f"  (the sandbox's own waits add up to {minimum / args.speedup:.1f}s per cluster at this speedup: NAT, EKS, "
-          f"one add-on wave, HyperPod)")
+    print(
+        f"  (the sandbox's own waits add up to {minimum / args.speedup:.1f}s per cluster at this speedup: NAT, EKS, "
+        f"one add-on wave, HyperPod)"
+    )
     errors = Counter((op.error_code, (op.error_message or "")[:140]) for op in failed)
     for (code, message), count in errors.most_common(10):
         print(f"  failed x{count}: [{code}] {message}")
@@ -512,13 +564,19 @@ def report(args, teams, workers, sampler, calls, cpu_self, busy, wall_driver, cr
     # --- AWS calls
     total = sum(calls.values())
     print()
-    print(f"AWS CALLS PER CLUSTER  (the sandbox's per-account counters summed over {len(teams)} accounts, / {n}; "
-          f"counted from the first create, so retries and polls are included)")
+    print(
+        f"AWS CALLS PER CLUSTER  (the sandbox's per-account counters summed over {len(teams)} accounts, / {n}; "
+        f"counted from the first create, so retries and polls are included)"
+    )
     for action, count in sorted(calls.items(), key=lambda kv: (-kv[1], kv[0]))[:30]:
         print(f"  {count / n:8.2f}  {action}")
     rest = sorted(calls.items(), key=lambda kv: (-kv[1], kv[0]))[30:]
     if rest:
-        print(f"  {sum(c for _, c in rest) / n:8.2f}  ({len(rest)} other actions)")
+        print(
+            f"  {sum(c for _, c in rest) / n:8.2f}  ({len(rest)} other actions: "
+            + ", ".join(f"{action} {count / n:.2f}" for action, count in rest)
+            + ")"
+        )
     print(f"  {total / n:8.2f}  TOTAL ({total} calls, {len(calls)} distinct actions)")
     by_service: Counter = Counter()
     for action, count in calls.items():
@@ -538,19 +596,27 @@ def report(args, teams, workers, sampler, calls, cpu_self, busy, wall_driver, cr
         tasks.update(counts)
         inside += seconds
     ran = sum(tasks.values())
-    print(f"CPU  workers: {sum(cpus):.1f} CPU-s in total ({', '.join(f'{c:.1f}' for c in cpus)}), "
-          f"{sum(cpus) / max(n, 1):.2f} CPU-s per cluster "
-          "(utime+stime of each worker's process group, children included, read from /proc before stopping)")
-    print(f"  of which {startup:.1f} CPU-s were spent starting the workers (Django + Celery imports, before the first "
-          f"create): {(sum(cpus) - startup) / max(n, 1):.2f} CPU-s per cluster without it")
-    print(f"  this process (the in-process sandbox, moto and its kube half, plus the driver): {cpu_self:.1f} CPU-s; "
-          f"the whole machine was busy {busy:.1f} CPU-s over {wall_driver:.1f}s on {os.cpu_count()} cores "
-          f"({busy / wall_driver / (os.cpu_count() or 1) * 100:.0f}% of capacity; PostgreSQL and Redis included; "
-          "from the first create to the last finish)")
-    print(f"  advance tasks run: {ran} ({ran / max(n, 1):.1f} per cluster; by outcome "
-          f"{', '.join(f'{a} {c}' for a, c in tasks.most_common())}), {inside:.1f}s wall inside them; "
-          f"leases taken per cluster (Operation.advance_count) "
-          f"{sum(op.advance_count for op in ops) / max(n, 1):.1f}; the sweep re-enqueued {swept}")
+    print(
+        f"CPU  workers: {sum(cpus):.1f} CPU-s in total ({', '.join(f'{c:.1f}' for c in cpus)}), "
+        f"{sum(cpus) / max(n, 1):.2f} CPU-s per cluster "
+        "(utime+stime of each worker's process group, children included, read from /proc before stopping)"
+    )
+    print(
+        f"  of which {startup:.1f} CPU-s were spent starting the workers (Django + Celery imports, before the first "
+        f"create): {(sum(cpus) - startup) / max(n, 1):.2f} CPU-s per cluster without it"
+    )
+    print(
+        f"  this process (the in-process sandbox, moto and its kube half, plus the driver): {cpu_self:.1f} CPU-s; "
+        f"the whole machine was busy {busy:.1f} CPU-s over {wall_driver:.1f}s on {os.cpu_count()} cores "
+        f"({busy / wall_driver / (os.cpu_count() or 1) * 100:.0f}% of capacity; PostgreSQL and Redis included; "
+        "from the first create to the last finish)"
+    )
+    print(
+        f"  advance tasks run: {ran} ({ran / max(n, 1):.1f} per cluster; by outcome "
+        f"{', '.join(f'{a} {c}' for a, c in tasks.most_common())}), {inside:.1f}s wall inside them; "
+        f"leases taken per cluster (Operation.advance_count) "
+        f"{sum(op.advance_count for op in ops) / max(n, 1):.1f}; the sweep re-enqueued {swept}"
+    )
 
     # --- phases and lags
     phases = defaultdict(dict)
@@ -574,8 +640,9 @@ def report(args, teams, workers, sampler, calls, cpu_self, busy, wall_driver, cr
             if pa and pb and pa.finished_at and pb.started_at:
                 handoff[f"{a} -> {b}"].append((pb.started_at - pa.finished_at).total_seconds())
     print()
-    print("HAND-OFF LAG  Phase[i].finished_at -> Phase[i+1].started_at: the engine's own scheduling delay between "
-          "phases")
+    print(
+        "HAND-OFF LAG  Phase[i].finished_at -> Phase[i+1].started_at: the engine's own scheduling delay between phases"
+    )
     print("  (a Done re-enqueues with countdown 0: broker round trip + queueing behind other tasks + the lease)")
     everything = [v for values in handoff.values() for v in values]
     for key, values in handoff.items():
@@ -594,13 +661,13 @@ def report(args, teams, workers, sampler, calls, cpu_self, busy, wall_driver, cr
         account = op.team.sandbox_account_id
         nat = (per_op.get("network").state or {}).get("nat_gateway_id") if per_op.get("network") else None
         prefix, hp_name = cluster.resource_prefix, hyperpod_name(cluster)
-        addons = sampler.matching("addon", account, lambda k, prefix=prefix: k[2].startswith(f"{prefix}/"))
-        nodes = sampler.matching("node", account, lambda k, hp_name=hp_name: k[2] == hp_name)
+        addons = recorder.matching("addon", account, lambda k, prefix=prefix: k[2].startswith(f"{prefix}/"))
+        nodes = recorder.matching("node", account, lambda k, hp_name=hp_name: k[2] == hp_name)
         ready = {
-            "network": sampler.when(("nat", account, nat)),
-            "eks": sampler.when(("eks", account, prefix)),
+            "network": recorder.when(("nat", account, nat)),
+            "eks": recorder.when(("eks", account, prefix)),
             "dependencies": max(addons) if addons else None,
-            "hyperpod": sampler.when(("hyperpod", account, hp_name)),
+            "hyperpod": recorder.when(("hyperpod", account, hp_name)),
             "verify": max(nodes) if nodes else None,
         }
         for name, ready_at in ready.items():
@@ -622,28 +689,59 @@ def report(args, teams, workers, sampler, calls, cpu_self, busy, wall_driver, cr
     poll = float(engine_knobs(args)["OPERATION_POLL_SCALE"])
     print()
     print("READY -> NEXT PHASE  when the sandbox made the awaited resource ready -> when the next phase started")
-    print("  'ready' = the sandbox controller tick that applied the transition (recorded by wrapping the tick "
-          "in-process; from then on a")
-    print("  Describe sees it). For add-ons: the last of the cluster's add-ons; for verify: the last node Running, or "
-          "the phase's start if later.")
-    print("  lag = what is left of the poll interval at that moment + queueing for a worker + the last poll's run "
-          "+ the hand-off;")
+    print(
+        "  'ready' = the sandbox controller tick that applied the transition (recorded by wrapping the tick "
+        "in-process; from then on a"
+    )
+    print(
+        "  Describe sees it). For add-ons: the last of the cluster's add-ons; for verify: the last node Running, or "
+        "the phase's start if later."
+    )
+    print(
+        "  lag = what is left of the poll interval at that moment + queueing for a worker + the last poll's run "
+        "+ the hand-off;"
+    )
     print("  'detected' = the same up to the phase's finished_at (everything but the hand-off).")
     waits = poll_seconds()
-    awaited = {"network": "NAT gateway available", "eks": "EKS control plane ACTIVE",
-               "dependencies": "last add-on ACTIVE", "hyperpod": "HyperPod InService", "verify": "nodes Running"}
+    awaited = {
+        "network": "NAT gateway available",
+        "eks": "EKS control plane ACTIVE",
+        "dependencies": "last add-on ACTIVE",
+        "hyperpod": "HyperPod InService",
+        "verify": "nodes Running",
+    }
     everything = []
     for name in (n for n in awaited if n in order):
         following = order[order.index(name) + 1] if order.index(name) + 1 < len(order) else "(operation finished)"
         values = ready_lags.get(name, [])
         everything.extend(values)
-        print(f"  {name + ' -> ' + following:32s} {dist(values)}   [{awaited[name]}; poll every "
-              f"{waits[name] * poll:.3f}s]")
+        print(
+            f"  {name + ' -> ' + following:32s} {dist(values)}   [{awaited[name]}; poll every "
+            f"{waits[name] * poll:.3f}s]"
+        )
         print(f"  {'  detected (-> finished_at)':32s} {dist(detect_lags.get(name, []))}")
     print(f"  {'all awaited resources':32s} {dist(everything)}")
     if missing:
         print(f"  (no sandbox ready time recorded for: {dict(missing)})")
-    print(f"  recorder: {sampler.ticks} sandbox ticks wrapped, {sampler.seconds:.2f}s spent in its own bookkeeping")
+    print(f"  recorder: {recorder.ticks} sandbox ticks wrapped, {recorder.seconds:.2f}s spent in its own bookkeeping")
+
+    print()
+    print("SHARED RESOURCES  distinct ids recorded by the clusters (each cluster should own one of each)")
+    owned = {
+        key: {c.network.get(key) for c in clusters.values() if c.network.get(key)}
+        for key in ("vpc_id", "nat_gateway_id", "internet_gateway_id", "security_group_id")
+    }
+    owned["hyperpod_cluster_arn"] = {c.hyperpod_cluster_arn for c in clusters.values() if c.hyperpod_cluster_arn}
+    with_network = sum(1 for c in clusters.values() if c.network)
+    print(
+        "  " + ", ".join(f"{key} {len(ids)}" for key, ids in owned.items()) + f" for {with_network} clusters "
+        "with a network"
+        + (
+            ""
+            if all(len(ids) == with_network for ids in owned.values())
+            else "  <- fewer ids than clusters: some clusters adopted another cluster's resource"
+        )
+    )
 
     problems: Counter = Counter()
     for worker in workers:
@@ -665,13 +763,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--speedup", type=float, default=200.0, help="sandbox speedup (real-world s / sandbox s)")
     parser.add_argument("--poll-scale", type=float, default=None, help="OPERATION_POLL_SCALE (default 1/speedup)")
     parser.add_argument("--lease", type=int, default=60, help="OPERATION_LEASE_SECONDS")
-    parser.add_argument("--sweep-interval", type=float, default=15.0,
-                        help="seconds between sweeps run by this process, as celery beat does (production 15; 0: none)")
+    parser.add_argument(
+        "--sweep-interval",
+        type=float,
+        default=15.0,
+        help="seconds between sweeps run by this process, as celery beat does (production 15; 0: none)",
+    )
     parser.add_argument("--sweep-grace", type=float, default=30.0, help="OPERATION_SWEEP_GRACE (production 30)")
     parser.add_argument("--report-every", type=float, default=10.0, help="seconds between progress lines")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for the operations")
-    parser.add_argument("--no-persist", dest="persist", action="store_false",
-                        help="run the sandbox without a state dir (no periodic snapshots)")
+    parser.add_argument(
+        "--no-persist",
+        dest="persist",
+        action="store_false",
+        help="run the sandbox without a state dir (no periodic snapshots)",
+    )
     args = parser.parse_args(argv)
     if args.clusters < 1 or args.teams < 1 or args.workers < 1:
         parser.error("--clusters, --teams and --workers must be at least 1")

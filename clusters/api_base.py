@@ -28,7 +28,9 @@ class ClusterChildMixin:
         """Groups and nodes exist only once the HyperPod cluster does: before that, a clear 409."""
         from instantstart.api.errors import Conflict
 
-        if self.cluster.status != ClusterStatus.ACTIVE or not self.cluster.hyperpod_cluster_name:
+        if self.cluster.status != ClusterStatus.ACTIVE:
             raise Conflict(
                 f"The cluster is {self.cluster.status}: instance groups and nodes change only once it is active."
             )
+        if not self.cluster.hyperpod_cluster_name:
+            raise Conflict("The cluster has no HyperPod cluster recorded: reconcile it first.")

@@ -94,11 +94,17 @@ class InstanceGroupViewSet(ClusterChildMixin, mixins.ListModelMixin, mixins.Retr
     def partial_update(self, request, cluster_pk=None, name=None):
         """Scale: send {"count": N}. When the group already has N (read from HyperPod), 200 changed:false."""
         group = self.get_object()
-        self.require_hyperpod()
         serializer = InstanceGroupUpdateSerializer(data=request.data, context={"group": group})
         serializer.is_valid(raise_exception=True)
+        self.require_hyperpod()
         sagemaker = team_cloud(self.cluster.team, self.cluster.region).client("sagemaker")
-        described = sagemaker.describe_cluster(ClusterName=self.cluster.hyperpod_cluster_name)
+        try:
+            described = sagemaker.describe_cluster(ClusterName=self.cluster.hyperpod_cluster_name)
+        except sagemaker.exceptions.ResourceNotFound:
+            raise Conflict(
+                f"HyperPod has no cluster {self.cluster.hyperpod_cluster_name}: it changed outside InstantStart; "
+                "look at the cluster's drift."
+            )
         actual = next((g for g in described.get("InstanceGroups", []) if g["InstanceGroupName"] == group.name), None)
         if actual is None:
             raise Conflict(f"HyperPod has no group {group.name} (yet): wait for its operation, or reconcile.")

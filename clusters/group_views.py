@@ -77,9 +77,8 @@ def workloads_on(cluster: Cluster, group: InstanceGroup) -> list[str]:
 
 
 def _group_rows(cluster: Cluster) -> tuple[list[dict], bool]:
-    """Each group with its node count and the operation running on it; True while any of them settles."""
+    """Each group with the operation running on it; True while any of them settles."""
     groups = list(cluster.instance_groups.exclude(status="Deleted"))
-    by_group = (cluster.node_summary or {}).get("by_group") or {}
     running = Operation.objects.filter(
         team=cluster.team,
         target_type=ContentType.objects.get_for_model(InstanceGroup),
@@ -87,7 +86,7 @@ def _group_rows(cluster: Cluster) -> tuple[list[dict], bool]:
         status__in=ACTIVE,
     ).order_by("created_at")
     by_target = {operation.target_id: operation for operation in running}
-    rows = [{"group": g, "nodes": by_group.get(g.name), "operation": by_target.get(str(g.pk))} for g in groups]
+    rows = [{"group": group, "operation": by_target.get(str(group.pk))} for group in groups]
     busy = bool(by_target) or any(g.status in SETTLING for g in groups)
     return rows, busy
 
@@ -227,8 +226,7 @@ def group_add(request, cluster_id):
             errors[key] = found + errors.get(key, [])
     if errors:
         messages.error(request, "Instance group not added: correct the fields marked below.")
-        context = detail_context(request, cluster, "groups")
-        context.update(groups_tab_context(request, cluster, add_values=values, add_errors=errors))
+        context = detail_context(request, cluster, "groups", add_values=values, add_errors=errors)
         return render(request, "clusters/detail.html", context, status=400)
     data = dict(serializer.validated_data)
     notes = data.pop("notes", [])
@@ -291,7 +289,7 @@ def group_scale(request, cluster_id, name: str):
     if operation is None:
         return _scale_response(request, cluster, level="info", text=f"Already at {actual} — nothing to change.")
     wanted = serializer.validated_data["count"]
-    text = f"Scaling {group.name} from {actual} to {wanted}: follow the operation below."
+    text = f"Scaling {group.name} from {actual} to {wanted}: its progress shows above."
     return _scale_response(request, cluster, level="success", text=text, operation=operation)
 
 

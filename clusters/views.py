@@ -293,13 +293,17 @@ def _network_rows(cluster: Cluster) -> list[tuple[str, str, str]]:
     return [(role, subnet_id, cidrs.get(role, "")) for role, subnet_id in sorted(subnets.items())]
 
 
-def _tab_context(request, cluster: Cluster, tab: str) -> dict:
+def _tab_context(request, cluster: Cluster, tab: str, **group_form) -> dict:
+    """What one tab shows; ``group_form`` (values, errors) refills the groups tab's add form after a bad post."""
     context: dict = {"cluster": cluster, "tab": tab, "tabs": TABS}
     if tab in ("groups", "nodes"):
         # group_views builds on this module's helpers; importing it here keeps the import one-way.
         from .group_views import groups_tab_context, nodes_tab_context
 
-        context.update((groups_tab_context if tab == "groups" else nodes_tab_context)(request, cluster))
+        if tab == "groups":
+            context.update(groups_tab_context(request, cluster, **group_form))
+        else:
+            context.update(nodes_tab_context(request, cluster))
     elif tab == "overview":
         groups = list(cluster.instance_groups.all())
         by_group = (cluster.node_summary or {}).get("by_group") or {}
@@ -330,14 +334,14 @@ def _focused_operation(request, cluster: Cluster) -> Operation | None:
     return None
 
 
-def detail_context(request, cluster: Cluster, tab: str) -> dict:
+def detail_context(request, cluster: Cluster, tab: str, **group_form) -> dict:
     """Everything the cluster page shows; the focused operation (?operation=) replaces the latest one."""
     operation = _focused_operation(request, cluster) or last_operation(cluster)
     access = request.access
     is_admin = access.can(Role.ADMIN)
     active = active_cluster(request.user, access.team)
     context = {
-        **_tab_context(request, cluster, tab),
+        **_tab_context(request, cluster, tab, **group_form),
         **(_panel_context(request, operation) if operation else {}),
         "section": "clusters",
         "operation": operation,

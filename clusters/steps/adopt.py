@@ -27,9 +27,11 @@ def read_cloud(ctx: StepContext):
     try:
         described = eks.describe_cluster(name=cluster.eks_cluster_name)["cluster"]
     except eks.exceptions.ResourceNotFoundException:
-        return Fail(f"EKS cluster {cluster.eks_cluster_name} no longer exists in {cluster.region}.",
-                    hint="Check the name, or forget this cluster (DELETE) if it was removed outside InstantStart.",
-                    code="EksClusterMissing")
+        return Fail(
+            f"EKS cluster {cluster.eks_cluster_name} no longer exists in {cluster.region}.",
+            hint="Check the name, or forget this cluster (DELETE) if it was removed outside InstantStart.",
+            code="EksClusterMissing",
+        )
     vpc_config = described.get("resourcesVpcConfig") or {}
     from ..adoption import hyperpod_clusters_by_eks_arn
 
@@ -37,18 +39,27 @@ def read_cloud(ctx: StepContext):
     ec2 = cloud.client("ec2")
     groups = (hyperpod or {}).get("InstanceGroups", [])
     default_subnets = ((hyperpod or {}).get("VpcConfig") or {}).get("Subnets", [])
-    zones = _subnet_zones(ec2, sorted({*default_subnets, *[
-        s for g in groups for s in ((g.get("OverrideVpcConfig") or {}).get("Subnets") or [])]}))
+    zones = _subnet_zones(
+        ec2,
+        sorted(
+            {*default_subnets, *[s for g in groups for s in ((g.get("OverrideVpcConfig") or {}).get("Subnets") or [])]}
+        ),
+    )
     security_groups = ((hyperpod or {}).get("VpcConfig") or {}).get("SecurityGroupIds") or vpc_config.get(
-        "securityGroupIds", [])
+        "securityGroupIds", []
+    )
     recorded = []
     for group in groups:
-        subnets = ((group.get("OverrideVpcConfig") or {}).get("Subnets") or default_subnets)
+        subnets = (group.get("OverrideVpcConfig") or {}).get("Subnets") or default_subnets
         subnet = subnets[0] if subnets else ""
-        capacity = CapacityType.TRAINING_PLAN if group.get("TrainingPlanArn") else (
-            CapacityType.SPOT if "Spot" in (group.get("CapacityRequirements") or {}) else CapacityType.ON_DEMAND)
+        capacity = (
+            CapacityType.TRAINING_PLAN
+            if group.get("TrainingPlanArn")
+            else (CapacityType.SPOT if "Spot" in (group.get("CapacityRequirements") or {}) else CapacityType.ON_DEMAND)
+        )
         InstanceGroup.objects.update_or_create(
-            cluster=cluster, name=group["InstanceGroupName"],
+            cluster=cluster,
+            name=group["InstanceGroupName"],
             defaults={
                 "instance_type": group["InstanceType"],
                 "count": group.get("TargetCount", group.get("CurrentCount", 0)) or 0,
@@ -66,17 +77,25 @@ def read_cloud(ctx: StepContext):
     cluster.instance_groups.exclude(name__in=recorded).delete()
     first_zone = next(iter(zones.values()), cluster.availability_zone)
     Cluster.objects.filter(pk=cluster.pk).update(
-        eks_cluster_arn=described["arn"], eks_endpoint=described.get("endpoint", ""),
+        eks_cluster_arn=described["arn"],
+        eks_endpoint=described.get("endpoint", ""),
         kubernetes_version=described.get("version") or cluster.kubernetes_version,
         vpc_id=vpc_config.get("vpcId", ""),
         availability_zone=cluster.availability_zone or first_zone,
         hyperpod_cluster_name=(hyperpod or {}).get("ClusterName", ""),
         hyperpod_cluster_arn=(hyperpod or {}).get("ClusterArn", ""),
-        network={**cluster.network, "vpc_id": vpc_config.get("vpcId", ""),
-                 "security_group_id": (security_groups or [""])[0],
-                 "cluster_subnets": vpc_config.get("subnetIds", []), "compute_subnets": zones},
-        versions={**cluster.versions, "kubernetes": described.get("version"),
-                  "platform": described.get("platformVersion")},
+        network={
+            **cluster.network,
+            "vpc_id": vpc_config.get("vpcId", ""),
+            "security_group_id": (security_groups or [""])[0],
+            "cluster_subnets": vpc_config.get("subnetIds", []),
+            "compute_subnets": zones,
+        },
+        versions={
+            **cluster.versions,
+            "kubernetes": described.get("version"),
+            "platform": described.get("platformVersion"),
+        },
     )
     ctx.record(instance_groups=recorded, hyperpod=(hyperpod or {}).get("ClusterName"))
     summary = node_summary(Cluster.objects.get(pk=cluster.pk))
@@ -97,8 +116,11 @@ def reapply_manifests(ctx: StepContext):
     for storage in cluster.storages.filter(status="attached"):
         fsx = None
         if storage.kind == "fsx":
-            fsx = cloud_of(cluster).client("fsx").describe_file_systems(
-                FileSystemIds=[storage.file_system_id])["FileSystems"][0]
+            fsx = (
+                cloud_of(cluster)
+                .client("fsx")
+                .describe_file_systems(FileSystemIds=[storage.file_system_id])["FileSystems"][0]
+            )
         for manifest in volume_manifests(storage, cluster.region, fsx):
             apply(api, manifest)
             applied += 1

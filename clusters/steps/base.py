@@ -56,3 +56,20 @@ def ensure(ctx: StepContext, key: str, find: Callable[[], Any], create: Callable
 def client_token(cluster: Cluster, purpose: str) -> str:
     """A deterministic idempotency token: the same request after a crash is the same request."""
     return f"{str(cluster.pk).replace('-', '')[:24]}-{purpose}"[:64]
+
+
+def owned_by(cluster: Cluster, resource: dict) -> bool:
+    """Whether an EC2 resource carries this cluster's id tag (checked here, not only in the filter)."""
+    return any(
+        t.get("Key") == "instantstart:cluster-id" and t.get("Value") == str(cluster.pk)
+        for t in resource.get("Tags", [])
+    )
+
+
+def owned_nat_gateways(ec2, cluster: Cluster, vpc_ids: list[str]) -> list[dict]:
+    """This cluster's NAT gateways, not yet deleted. Filtered by VPC and checked by tag: some EC2
+    implementations (the sandbox's moto among them) ignore tag filters on DescribeNatGateways."""
+    if not vpc_ids:
+        return []
+    found = ec2.describe_nat_gateways(Filters=[{"Name": "vpc-id", "Values": vpc_ids}])["NatGateways"]
+    return [n for n in found if owned_by(cluster, n) and n["State"] not in ("deleted",)]

@@ -47,8 +47,7 @@ def _submit_and_poll(ctx: StepContext, *, request: dict | None, delete: bool = F
             return Wait(POLL_SECONDS, f"HyperPod cluster is {described['ClusterStatus']}; waiting to submit")
         if delete:
             if _actual(described, group.name) is not None:
-                sagemaker.update_cluster(ClusterName=cluster.hyperpod_cluster_name,
-                                         InstanceGroupsToDelete=[group.name])
+                sagemaker.update_cluster(ClusterName=cluster.hyperpod_cluster_name, InstanceGroupsToDelete=[group.name])
         else:
             sagemaker.update_cluster(ClusterName=cluster.hyperpod_cluster_name, InstanceGroups=[request])
         ctx.record(submitted=True)
@@ -61,13 +60,19 @@ def _submit_and_poll(ctx: StepContext, *, request: dict | None, delete: bool = F
     if actual is None:
         return Wait(POLL_SECONDS, f"group {group.name} not visible yet")
     InstanceGroup.objects.filter(pk=group.pk).update(status=actual.get("Status", ""))
-    if actual.get("Status") == "Failed" or (described["ClusterStatus"] == "InService" and described.get(
-            "FailureMessage") and actual.get("CurrentCount", 0) < (expect_count or 0)):
+    if actual.get("Status") == "Failed" or (
+        described["ClusterStatus"] == "InService"
+        and described.get("FailureMessage")
+        and actual.get("CurrentCount", 0) < (expect_count or 0)
+    ):
         message = described.get("FailureMessage") or f"Instance group {group.name} failed."
         return Fail(message, hint=capacity_hint(message), code="InstanceGroupFailed")
     if described["ClusterStatus"] != "InService" or actual.get("Status") != "InService":
-        return Wait(POLL_SECONDS, f"group {group.name} {actual.get('Status')} "
-                                  f"({actual.get('CurrentCount', 0)}/{actual.get('TargetCount', 0)})")
+        return Wait(
+            POLL_SECONDS,
+            f"group {group.name} {actual.get('Status')} "
+            f"({actual.get('CurrentCount', 0)}/{actual.get('TargetCount', 0)})",
+        )
     if expect_count is not None and actual.get("CurrentCount", 0) != expect_count:
         return Wait(POLL_SECONDS, f"group {group.name} at {actual.get('CurrentCount', 0)}/{expect_count}")
     return Done(f"group {group.name} InService with {actual.get('CurrentCount', 0)} instances")
@@ -89,7 +94,8 @@ def scale(ctx: StepContext):
     result = _submit_and_poll(ctx, request=request, expect_count=count)
     if isinstance(result, Done):
         InstanceGroup.objects.filter(pk=group.pk).update(
-            count=count, **({"min_count": int(ctx.params["min_count"])} if "min_count" in ctx.params else {}))
+            count=count, **({"min_count": int(ctx.params["min_count"])} if "min_count" in ctx.params else {})
+        )
     return result
 
 

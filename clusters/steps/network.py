@@ -9,7 +9,7 @@ from instantstart.operations.results import Done, Wait
 
 from ..models import Cluster, ComputeSubnet
 from ..network import allocate_subnet, base_subnets
-from .base import client_token, cloud_of, cluster_of, ensure, owned_filter, tag_specs
+from .base import client_token, cloud_of, cluster_of, ensure, owned_filter, owned_nat_gateways, tag_specs
 
 NAT_POLL_SECONDS = 15
 
@@ -96,11 +96,7 @@ def run(ctx: StepContext):
         ctx,
         "nat_gateway_id",
         lambda: _first(
-            [
-                n
-                for n in ec2.describe_nat_gateways(Filters=owned_filter(cluster))["NatGateways"]
-                if n["State"] not in ("deleted", "deleting", "failed")
-            ],
+            [n for n in owned_nat_gateways(ec2, cluster, [vpc_id]) if n["State"] not in ("deleting", "failed")],
             "NatGatewayId",
         ),
         lambda: ec2.create_nat_gateway(

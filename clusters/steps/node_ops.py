@@ -11,8 +11,11 @@ from ..verify_nodes import group_settled
 from .base import cloud_of, cluster_of
 
 POLL_SECONDS = 15
-_CALLS = {"reboot": "batch_reboot_cluster_nodes", "replace": "batch_replace_cluster_nodes",
-          "delete": "batch_delete_cluster_nodes"}
+_CALLS = {
+    "reboot": "batch_reboot_cluster_nodes",
+    "replace": "batch_replace_cluster_nodes",
+    "delete": "batch_delete_cluster_nodes",
+}
 
 
 def submit(ctx: StepContext):
@@ -24,9 +27,11 @@ def submit(ctx: StepContext):
         failed = answer.get("Failed") or []
         if failed:
             error = failed[0]
-            return Fail(f"HyperPod refused to {action} {instance_id}: {error.get('Message')}",
-                        hint="Check the node's status; a node must be Running to be acted on.",
-                        code=error.get("Code") or error.get("ErrorCode") or "NodeActionFailed")
+            return Fail(
+                f"HyperPod refused to {action} {instance_id}: {error.get('Message')}",
+                hint="Check the node's status; a node must be Running to be acted on.",
+                code=error.get("Code") or error.get("ErrorCode") or "NodeActionFailed",
+            )
         ctx.record(submitted=True)
     return Done(f"{action} of {instance_id} submitted")
 

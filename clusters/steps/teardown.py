@@ -11,7 +11,7 @@ from instantstart.operations.context import StepContext
 from instantstart.operations.results import Done, Wait
 
 from ..models import Cluster, StorageKind
-from .base import cloud_of, cluster_of, owned_filter
+from .base import cloud_of, cluster_of, owned_filter, owned_nat_gateways
 from .eks import eks_name
 from .hyperpod import hyperpod_name
 from .identity import lifecycle_bucket, role_names
@@ -127,9 +127,7 @@ def network(ctx: StepContext):
         live = [e["VpcEndpointId"] for e in endpoints if e.get("State", "").lower() not in ("deleted", "deleting")]
         if live:
             ec2.delete_vpc_endpoints(VpcEndpointIds=live)
-    nats = [
-        n for n in ec2.describe_nat_gateways(Filters=owned_filter(cluster))["NatGateways"] if n["State"] != "deleted"
-    ]
+    nats = owned_nat_gateways(ec2, cluster, vpc_ids)
     for nat in nats:
         if nat["State"] not in ("deleting",):
             ec2.delete_nat_gateway(NatGatewayId=nat["NatGatewayId"])

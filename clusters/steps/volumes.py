@@ -23,8 +23,11 @@ def mount(ctx: StepContext):
     if storage.kind == StorageKind.FSX:
         fsx = cloud.client("fsx").describe_file_systems(FileSystemIds=[storage.file_system_id])["FileSystems"][0]
         if fsx["Lifecycle"] != "AVAILABLE":
-            return Fail(f"FSx file system {storage.file_system_id} is {fsx['Lifecycle']}, not AVAILABLE.",
-                        hint="Wait until it is available, then retry.", code="FsxNotAvailable")
+            return Fail(
+                f"FSx file system {storage.file_system_id} is {fsx['Lifecycle']}, not AVAILABLE.",
+                hint="Wait until it is available, then retry.",
+                code="FsxNotAvailable",
+            )
     api = api_client(cloud, cluster.eks_cluster_name)
     for manifest in volume_manifests(storage, cluster.region, fsx):
         apply(api, manifest)

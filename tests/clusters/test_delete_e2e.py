@@ -6,7 +6,7 @@ import pytest
 
 from clusters.models import Cluster
 from instantstart.cloud.aws import team_cloud
-from tests.clusters.helpers import cluster_body, wait_for_operation
+from tests.clusters.helpers import cluster_body, creates_in, sandbox_calls, wait_for_operation
 
 pytestmark = [pytest.mark.worker, pytest.mark.usefixtures("sandbox")]
 
@@ -21,8 +21,10 @@ def tagged_leftovers(team, cluster_id: str) -> dict[str, list]:
         "subnets": [s["SubnetId"] for s in ec2.describe_subnets(Filters=owned)["Subnets"]],
         "internet_gateways": [g["InternetGatewayId"] for g in ec2.describe_internet_gateways(Filters=owned)[
             "InternetGateways"]],
-        "nat_gateways": [n["NatGatewayId"] for n in ec2.describe_nat_gateways(Filters=owned)["NatGateways"]
-                         if n["State"] != "deleted"],
+        # Checked by tag here: the sandbox's DescribeNatGateways ignores tag filters.
+        "nat_gateways": [n["NatGatewayId"] for n in ec2.describe_nat_gateways()["NatGateways"]
+                         if n["State"] != "deleted" and {"Key": "instantstart:cluster-id", "Value": cluster_id}
+                         in n.get("Tags", [])],
         "addresses": [a["AllocationId"] for a in ec2.describe_addresses(Filters=owned)["Addresses"]],
         "security_groups": [g["GroupId"] for g in ec2.describe_security_groups(Filters=owned)["SecurityGroups"]],
         "route_tables": [t["RouteTableId"] for t in ec2.describe_route_tables(Filters=owned)["RouteTables"]],
@@ -48,12 +50,18 @@ def tagged_leftovers(team, cluster_id: str) -> dict[str, list]:
     return {kind: items for kind, items in left.items() if items}
 
 
-def test_delete_tears_down_everything(admin_api, team, start_worker):
+def test_delete_tears_down_everything_and_only_its_own(admin_api, team, start_worker, sandbox):
     start_worker()
-    body = admin_api.post("/api/v1/clusters/", cluster_body("doomed"), format="json").json()
-    cluster_id = body["cluster"]["id"]
-    wait_for_operation(body["operation"]["id"])
+    doomed = admin_api.post("/api/v1/clusters/", cluster_body("doomed"), format="json").json()
+    keeper = admin_api.post("/api/v1/clusters/", cluster_body("keeper"), format="json").json()
+    wait_for_operation(doomed["operation"]["id"])
+    wait_for_operation(keeper["operation"]["id"])
+    cluster_id, keeper_id = doomed["cluster"]["id"], keeper["cluster"]["id"]
     assert tagged_leftovers(team, cluster_id)  # the check sees what a cluster owns
+    kept_before = tagged_leftovers(team, keeper_id)
+    # Two clusters in one account: each has its own network, NAT gateway included.
+    assert creates_in(sandbox_calls(sandbox, team.sandbox_account_id))["ec2:CreateNatGateway"] == 2
+    assert set(kept_before["nat_gateways"]).isdisjoint(tagged_leftovers(team, cluster_id)["nat_gateways"])
 
     response = admin_api.delete(f"/api/v1/clusters/{cluster_id}/")
     assert response.status_code == 202
@@ -61,6 +69,7 @@ def test_delete_tears_down_everything(admin_api, team, start_worker):
     assert [p["name"] for p in operation["phases"]] == ["storage", "hyperpod", "eks", "identity", "network"]
     wait_for_operation(operation["id"])
     assert tagged_leftovers(team, cluster_id) == {}
+    assert tagged_leftovers(team, keeper_id) == kept_before  # the other cluster is untouched
     assert Cluster.objects.get(pk=cluster_id).status == "deleted"
     assert admin_api.get(f"/api/v1/clusters/{cluster_id}/").status_code == 404
     assert cluster_id not in [c["id"] for c in admin_api.get("/api/v1/clusters/").json()["results"]]

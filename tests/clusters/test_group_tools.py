@@ -141,7 +141,7 @@ def test_read_only_mode_keeps_diagnosis_and_hides_changes(admin_token, team, adm
         if tool in MUTATING:
             result = mcp.call(tool, arguments)
             assert result.is_error and body(result)["error"]["code"] == "read_only", tool
-    assert list(cluster.instance_groups.values_list("name", "count", "status")) == [("gpu", 2, "")]
+    assert list(cluster.instance_groups.values_list("name", "count", "status")) == [("gpu", 2, "Creating")]
     assert Operation.objects.count() == 1  # the cluster's create
     assert_same(mcp.call("list_instance_groups", {"cluster_id": str(cluster.pk)}),
                 client_with(admin_token).get(f"/api/v1/clusters/{cluster.pk}/instance-groups/"))

@@ -67,7 +67,9 @@ def make_cluster(team, user, name: str = "train", *, settled: bool = False) -> C
     cluster, operation, _ = create_cluster(access=system_access(team, user), data=data)
     if settled:
         Operation.objects.filter(pk=operation.pk).update(status=OperationStatus.SUCCEEDED)
-        Cluster.objects.filter(pk=cluster.pk).update(status=ClusterStatus.ACTIVE, eks_cluster_name=f"{name}-gone")
+        Cluster.objects.filter(pk=cluster.pk).update(
+            status=ClusterStatus.ACTIVE, eks_cluster_name=f"{name}-gone", hyperpod_cluster_name=f"{name}-hp-gone"
+        )
         cluster.refresh_from_db()
     return cluster
 

@@ -1,0 +1,106 @@
+"""In a real browser: add an instance group through the form, follow its operation, scale it inline
+(and to the same count: nothing to change), and see its nodes on the nodes tab."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from clusters.models import ClusterStatus, InstanceGroup
+from clusters.serializers import ClusterCreateSerializer
+from clusters.services import create_cluster
+from instantstart.tenancy.access import Access, Via
+from instantstart.tenancy.roles import Role
+from tests.portal.test_browser import CHROMIUM, CHROMIUM_ARGS, screenshot
+
+from .helpers import cluster_body, wait_for_operation
+from .test_portal_browser import swapped
+
+# Playwright's sync API runs an event loop in this thread; the ORM calls made here between browser
+# steps are ordinary synchronous ones.
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.worker,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"Debian chromium is not installed at {CHROMIUM}"),
+]
+
+
+@pytest.fixture
+def page():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield browser.new_page(viewport={"width": 1360, "height": 900})
+        browser.close()
+
+
+def test_add_a_group_scale_it_inline_and_see_its_nodes(
+    live_server, sandbox, start_worker, team, admin_user, page, tmp_path
+):
+    from playwright.sync_api import expect
+
+    start_worker()  # after `sandbox`: the worker reads the sandbox endpoint from settings
+    access = Access(user=admin_user, team=team, role=Role.ADMIN, via=Via.UI)
+    serializer = ClusterCreateSerializer(data=cluster_body("fleet"), context={"access": access})
+    assert serializer.is_valid(), serializer.errors
+    cluster, operation, _ = create_cluster(access=access, data=serializer.validated_data)
+    wait_for_operation(operation.pk)
+    cluster.refresh_from_db()
+    assert cluster.status == ClusterStatus.ACTIVE
+
+    page.goto(f"{live_server.url}/clusters/{cluster.pk}/?tab=groups")
+    page.fill("#id_username", "alice")
+    page.fill("#id_password", "pw-alice-123")
+    page.click("button[type=submit]")
+    expect(page.locator("#group-gpu")).to_contain_text("ml.g5.xlarge")
+
+    # The add form: zone and instance type come from the catalog; EFA-only stays off for g5.
+    page.fill("#id_group_name", "extra")
+    expect(page.locator("#id_instance_type option[value='ml.trn1.2xlarge']")).to_have_count(0)
+    swapped(page, lambda: page.select_option("#id_group_zone", "us-west-2b"))
+    # The zone's own instance types arrive by htmx: us-west-2b offers trn1, us-west-2a does not.
+    expect(page.locator("#id_instance_type option[value='ml.trn1.2xlarge']")).to_have_count(1)
+    swapped(page, lambda: page.select_option("#id_instance_type", "ml.g5.xlarge"))
+    expect(page.locator("#id_efa_only")).to_be_disabled()
+    page.fill("#id_group_count", "1")
+    page.fill("#id_labels", "team=research")
+    page.click("#add-group-button")
+    expect(page.locator(".message.success")).to_contain_text("Adding instance group extra")
+    panel = page.locator("#operation-panel")
+    expect(page.locator(".panel-caption")).to_contain_text("Add instance group")
+    page.evaluate("window.__sameDocument = true")  # gone if anything reloaded the page
+    expect(panel).to_have_attribute("data-status", "succeeded", timeout=60_000)
+    row = page.locator("#group-extra")
+    expect(row).to_contain_text("InService", timeout=15_000)  # the table followed the operation
+    expect(page.locator("#groups-table")).to_have_attribute("data-busy", "false")
+
+    # Scale 1 → 2 inline: the scale operation's panel takes the page's slot, the row follows it.
+    row.locator("input[name=count]").fill("2")
+    swapped(page, lambda: row.locator("button:has-text('Scale')").click())
+    expect(page.locator("#groups-flash")).to_contain_text("Scaling extra from 1 to 2")
+    expect(page.locator(".panel-caption")).to_contain_text("Scale instance group")
+    expect(page.locator("#operation-panel")).to_have_attribute("data-status", "succeeded", timeout=60_000)
+    expect(page.locator("#group-extra")).to_have_attribute("data-count", "2", timeout=15_000)
+    assert InstanceGroup.objects.get(cluster=cluster, name="extra").count == 2
+
+    # The same count again: the explicit diff answers without starting anything.
+    page.locator("#group-extra input[name=count]").fill("2")
+    swapped(page, lambda: page.locator("#group-extra button:has-text('Scale')").click())
+    expect(page.locator("#groups-flash")).to_contain_text("Already at 2 — nothing to change.")
+    assert page.evaluate("window.__sameDocument === true")  # htmx swapped the pieces, no reload
+    screenshot(page, "cluster-groups.png", tmp_path)
+
+    # The nodes tab lists the group's two nodes, healthy; a diagnosis reads and suggests nothing.
+    swapped(page, lambda: page.click(".tabs a:has-text('Nodes')"))
+    extra_nodes = page.locator("tr.node-row", has_text="extra")
+    expect(extra_nodes).to_have_count(2)
+    expect(extra_nodes.locator(".badge.health-ok")).to_have_count(2)
+    swapped(page, lambda: extra_nodes.first.locator("button.diagnose").click())
+    expect(page.locator("#diagnosis")).to_have_attribute("data-healthy", "true")
+    expect(page.locator("#diagnosis")).to_contain_text("Read-only: nothing was changed")
+    screenshot(page, "cluster-nodes.png", tmp_path)
