@@ -28,9 +28,17 @@ def tagged_leftovers(team, cluster_id: str) -> dict[str, list]:
         "addresses": [a["AllocationId"] for a in ec2.describe_addresses(Filters=owned)["Addresses"]],
         "security_groups": [g["GroupId"] for g in ec2.describe_security_groups(Filters=owned)["SecurityGroups"]],
         "route_tables": [t["RouteTableId"] for t in ec2.describe_route_tables(Filters=owned)["RouteTables"]],
-        "eks": cloud.client("eks").list_clusters()["clusters"],
-        "hyperpod": [c["ClusterName"] for c in cloud.client("sagemaker").list_clusters()["ClusterSummaries"]],
     }
+    eks = cloud.client("eks")
+    left["eks"] = [name for name in eks.list_clusters()["clusters"]
+                   if eks.describe_cluster(name=name)["cluster"].get("tags", {}).get("instantstart:cluster-id")
+                   == cluster_id]
+    sagemaker = cloud.client("sagemaker")
+    left["hyperpod"] = [
+        c["ClusterName"] for c in sagemaker.list_clusters()["ClusterSummaries"]
+        if {"Key": "instantstart:cluster-id", "Value": cluster_id}
+        in sagemaker.list_tags(ResourceArn=c["ClusterArn"]).get("Tags", [])
+    ]
     iam = cloud.client("iam")
     left["roles"] = [
         r["RoleName"] for r in iam.list_roles()["Roles"]
