@@ -39,6 +39,13 @@ def _group_for(cluster: Cluster, name: str) -> InstanceGroup:
     return get_object_or_404(cluster.instance_groups.exclude(status="Deleted"), name=name)
 
 
+def _not_ready(cluster: Cluster) -> str:
+    """Why groups and nodes cannot change yet ("" once they can) — REST's require_hyperpod 409, as a sentence."""
+    if cluster.status != ClusterStatus.ACTIVE or not cluster.hyperpod_cluster_name:
+        return f"The cluster is {cluster.status}: instance groups and nodes change only once it is active."
+    return ""
+
+
 def _tab_url(cluster: Cluster, tab: str, operation: Operation | None = None) -> str:
     url = reverse("portal:cluster", args=[cluster.pk]) + f"?tab={tab}"
     return url + (f"&operation={operation.pk}" if operation is not None else "")
@@ -87,7 +94,9 @@ def _group_rows(cluster: Cluster) -> tuple[list[dict], bool]:
     ).order_by("created_at")
     by_target = {operation.target_id: operation for operation in running}
     rows = [{"group": group, "operation": by_target.get(str(group.pk))} for group in groups]
-    busy = bool(by_target) or any(g.status in SETTLING for g in groups)
+    # A failed create leaves its groups "Creating": only a live cluster's groups are worth polling.
+    live = cluster.status in (ClusterStatus.CREATING, ClusterStatus.ACTIVE)
+    busy = bool(by_target) or (live and any(g.status in SETTLING for g in groups))
     return rows, busy
 
 
@@ -264,6 +273,8 @@ def group_scale(request, cluster_id, name: str):
     """Scale with the explicit diff: HyperPod's actual count decides whether anything starts."""
     cluster = _cluster_for(request, cluster_id)
     group = _group_for(cluster, name)
+    if _not_ready(cluster):
+        return _scale_response(request, cluster, level="error", text=_not_ready(cluster))
     serializer = InstanceGroupUpdateSerializer(data={"count": request.POST.get("count", "")}, context={"group": group})
     try:
         valid = serializer.is_valid()
@@ -298,6 +309,9 @@ def group_delete(request, cluster_id, name: str):
     """Delete a group after confirmation; while workloads run on its nodes it needs `force`."""
     cluster = _cluster_for(request, cluster_id)
     group = _group_for(cluster, name)
+    if _not_ready(cluster):
+        messages.error(request, _not_ready(cluster))
+        return redirect(_tab_url(cluster, "groups"))
     try:
         busy = workloads_on(cluster, group)
         error = ""
@@ -369,6 +383,9 @@ def node_act(request, cluster_id, node: str, action: str):
     cluster = _cluster_for(request, cluster_id)
     if action not in NODE_ACTIONS:
         raise Http404("No such node action.")
+    if _not_ready(cluster):
+        messages.error(request, _not_ready(cluster))
+        return redirect(_tab_url(cluster, "nodes"))
     found = _node_for(cluster, node)
     label, effect = NODE_ACTIONS[action]
     workloads = [f"{p['namespace']}/{p['name']}" for p in found["pods"] if p["namespace"] not in SYSTEM_NAMESPACES]

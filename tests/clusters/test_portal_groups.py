@@ -12,6 +12,7 @@ import re
 import pytest
 from django.urls import reverse
 
+from clusters import catalog
 from clusters.models import Cluster, ClusterStatus, InstanceGroup
 from clusters.serializers import ClusterCreateSerializer
 from clusters.services import create_cluster
@@ -149,18 +150,22 @@ class TestWithoutHyperPod:
         arn = sagemaker.create_training_plan(
             TrainingPlanName="april", TrainingPlanOfferingId=offering["TrainingPlanOfferingId"]
         )["TrainingPlanArn"]
+        cloud = team_cloud(team, "us-west-2")
+        wait_until(lambda: {p["arn"]: p["status"] for p in catalog.training_plans(cloud, "us-west-2")}.get(arn)
+                   in ("Scheduled", "Active"), message="the plan to leave Pending")  # a Pending plan fails preflight
         client = logged_in(admin_user)
         part = reverse("portal:cluster_group_form_part", args=[cluster.pk, "capacity"])
-        assert options(client.get(part, {"capacity_type": "training_plan"}, **HTMX).content.decode(),
-                       "training_plan_arn") == [arn]
+        assert arn in options(client.get(part, {"capacity_type": "training_plan"}, **HTMX).content.decode(),
+                              "training_plan_arn")
         body = {**ADD, "name": "reserved", "instance_type": "ml.p5.48xlarge", "capacity_type": "training_plan",
                 "training_plan_arn": arn}
         response = client.post(reverse("portal:cluster_group_add", args=[cluster.pk]), body, follow=True)
+        assert response.redirect_chain, re.findall(r'<ul class="errorlist">(.*?)</ul>', response.content.decode(), re.S)
         assert cluster.instance_groups.get(name="reserved").availability_zone == "us-west-2b"
         assert "the group is placed there instead of us-west-2a" in response.content.decode()
 
     def test_delete_asks_for_force_while_workloads_run(self, admin_user, team, no_enqueue, monkeypatch):
-        cluster = make_cluster(team)
+        cluster = make_cluster(team, hyperpod_cluster_name="train-hp")
         monkeypatch.setattr("clusters.group_views.workloads_on", lambda cluster, group: ["acme/train-0"])
         client = logged_in(admin_user)
         url = reverse("portal:cluster_group_delete", args=[cluster.pk, "workers"])
@@ -172,6 +177,19 @@ class TestWithoutHyperPod:
         assert client.post(url, {"force": "on"}).status_code == 302
         assert Operation.objects.get().kind == "instance_group.delete"
         assert InstanceGroup.objects.get(cluster=cluster, name="workers").status == "Deleting"
+
+    def test_groups_and_nodes_change_only_on_an_active_cluster(self, admin_user, team):
+        cluster = make_cluster(team, status=ClusterStatus.CREATING)
+        client = logged_in(admin_user)
+        scale = reverse("portal:cluster_group_scale", args=[cluster.pk, "workers"])
+        html = client.post(scale, {"count": "2"}, **HTMX).content.decode()
+        assert "The cluster is creating: instance groups and nodes change only once it is active." in html
+        for url in (reverse("portal:cluster_group_delete", args=[cluster.pk, "workers"]),
+                    reverse("portal:cluster_node_action", args=[cluster.pk, "i-0123456789abcdef0", "reboot"])):
+            assert b"change only once it is active" in client.post(url, {"force": "on"}, follow=True).content
+        assert "Instance groups change only while the cluster is active" in tab(client, cluster, "groups")
+        assert list(cluster.instance_groups.values_list("status", flat=True)) == [""]
+        assert not Operation.objects.exists()
 
     def test_members_and_viewers_cannot_change_groups_or_nodes(self, member_user, viewer_user, team):
         cluster = make_cluster(team, hyperpod_cluster_name="train-hp")
