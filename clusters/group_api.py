@@ -16,7 +16,7 @@ from instantstart.tenancy.roles import Role
 from .api_base import ClusterChildMixin
 from .group_serializers import InstanceGroupAddSerializer, InstanceGroupUpdateSerializer
 from .models import Cluster, InstanceGroup
-from .nodes import SYSTEM_NAMESPACES, diagnose_cluster, diagnose_node, find_node, list_nodes
+from .nodes import actual_count, diagnose_cluster, diagnose_node, find_node, list_nodes, workloads_on
 from .serializers import InstanceGroupSerializer
 from .services import (
     ClusterStateError,
@@ -99,21 +99,19 @@ class InstanceGroupViewSet(ClusterChildMixin, mixins.ListModelMixin, mixins.Retr
         self.require_hyperpod()
         sagemaker = team_cloud(self.cluster.team, self.cluster.region).client("sagemaker")
         try:
-            described = sagemaker.describe_cluster(ClusterName=self.cluster.hyperpod_cluster_name)
+            actual = actual_count(self.cluster, group)
         except sagemaker.exceptions.ResourceNotFound:
             raise Conflict(
                 f"HyperPod has no cluster {self.cluster.hyperpod_cluster_name}: it changed outside InstantStart; "
                 "look at the cluster's drift."
             )
-        actual = next((g for g in described.get("InstanceGroups", []) if g["InstanceGroupName"] == group.name), None)
         if actual is None:
             raise Conflict(f"HyperPod has no group {group.name} (yet): wait for its operation, or reconcile.")
-        actual_count = actual.get("TargetCount", actual.get("CurrentCount", 0))
         try:
             operation = scale_instance_group(
                 access=self.access,
                 group=group,
-                actual_count=actual_count,
+                actual_count=actual,
                 changes=serializer.validated_data,
                 idempotency_key=self.idempotency_key,
             )
@@ -130,13 +128,7 @@ class InstanceGroupViewSet(ClusterChildMixin, mixins.ListModelMixin, mixins.Retr
         group = self.get_object()
         self.require_hyperpod()
         if not _force(request):
-            busy = [
-                f"{p['namespace']}/{p['name']}"
-                for n in list_nodes(self.cluster)
-                if n["instance_group"] == group.name
-                for p in n["pods"]
-                if p["namespace"] not in SYSTEM_NAMESPACES and p["phase"] in ("Running", "Pending")
-            ]
+            busy = workloads_on(self.cluster, group)
             if busy:
                 raise Conflict(
                     f"Workloads run on {group.name}: {', '.join(busy[:5])}. Stop them first, or delete with force=true."

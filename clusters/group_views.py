@@ -10,7 +10,6 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from instantstart.cloud.aws import team_cloud
 from instantstart.operations.models import ACTIVE, Operation
 from instantstart.portal.guards import team_required
 from instantstart.portal.partials import wants_partial
@@ -20,7 +19,15 @@ from instantstart.tenancy.roles import Role
 from .group_api import NodeQuerySerializer
 from .group_serializers import InstanceGroupAddSerializer, InstanceGroupUpdateSerializer
 from .models import CapacityType, Cluster, ClusterStatus, DeepHealthCheck, InstanceGroup
-from .nodes import SYSTEM_NAMESPACES, diagnose_cluster, diagnose_node, find_node, list_nodes
+from .nodes import (
+    SYSTEM_NAMESPACES,
+    actual_count,
+    diagnose_cluster,
+    diagnose_node,
+    find_node,
+    list_nodes,
+    workloads_on,
+)
 from .services import ClusterStateError, add_instance_group, delete_instance_group, node_action, scale_instance_group
 from .views import _catalog_context, _cloud_error, _cluster_for, detail_context
 
@@ -52,32 +59,6 @@ def _tab_url(cluster: Cluster, tab: str, operation: Operation | None = None) -> 
 
 
 # --- reads shared with REST (candidates for clusters.selectors) ---------------------------------
-
-
-def actual_count(cluster: Cluster, group: InstanceGroup) -> int | None:
-    """The group's instance count as HyperPod has it (None when HyperPod has no such group yet).
-
-    The same read as group_api's PATCH: the explicit diff compares the request with this, not the DB.
-    """
-    if not cluster.hyperpod_cluster_name:
-        return None
-    sagemaker = team_cloud(cluster.team, cluster.region).client("sagemaker")
-    described = sagemaker.describe_cluster(ClusterName=cluster.hyperpod_cluster_name)
-    actual = next((g for g in described.get("InstanceGroups", []) if g["InstanceGroupName"] == group.name), None)
-    return None if actual is None else actual.get("TargetCount", actual.get("CurrentCount", 0))
-
-
-def workloads_on(cluster: Cluster, group: InstanceGroup) -> list[str]:
-    """Running or pending pods outside the system namespaces on the group's nodes (the delete guard)."""
-    if not cluster.hyperpod_cluster_name:
-        return []
-    return [
-        f"{pod['namespace']}/{pod['name']}"
-        for node in list_nodes(cluster)
-        if node["instance_group"] == group.name
-        for pod in node["pods"]
-        if pod["namespace"] not in SYSTEM_NAMESPACES and pod["phase"] in ("Running", "Pending")
-    ]
 
 
 # --- the instance groups tab --------------------------------------------------------------------
@@ -112,8 +93,17 @@ def _table_context(request, cluster: Cluster) -> dict:
 
 def _add_values(source, cluster: Cluster) -> dict:
     """What the add form holds (posted or queried), with the defaults of an empty form."""
-    keys = ("name", "availability_zone", "instance_type", "count", "min_count", "capacity_type",
-            "training_plan_arn", "labels", "ebs_volume_gb")
+    keys = (
+        "name",
+        "availability_zone",
+        "instance_type",
+        "count",
+        "min_count",
+        "capacity_type",
+        "training_plan_arn",
+        "labels",
+        "ebs_volume_gb",
+    )
     values = {key: source.get(key, "").strip() for key in keys}
     values["region"] = cluster.region  # fixed: the catalog is read in the cluster's region
     values["availability_zone"] = values["availability_zone"] or cluster.availability_zone
@@ -250,8 +240,16 @@ def group_add(request, cluster_id):
     return redirect(_tab_url(cluster, "groups", operation))
 
 
-def _scale_response(request, cluster: Cluster, *, level: str, text: str, operation: Operation | None = None,
-                    errors: dict | None = None, group: InstanceGroup | None = None) -> HttpResponse:
+def _scale_response(
+    request,
+    cluster: Cluster,
+    *,
+    level: str,
+    text: str,
+    operation: Operation | None = None,
+    errors: dict | None = None,
+    group: InstanceGroup | None = None,
+) -> HttpResponse:
     """Htmx: the table again, the message out of band, and the started operation's panel in the page's slot."""
     if not wants_partial(request):
         getattr(messages, level)(request, text)
@@ -317,8 +315,15 @@ def group_delete(request, cluster_id, name: str):
         error = ""
     except Exception as exc:  # noqa: BLE001 - a cloud error is shown; _cloud_error re-raises the rest
         busy, error = [], _cloud_error(exc)
-    context = {"section": "clusters", "cluster": cluster, "group": group, "workloads": busy, "error": error,
-               "errors": {}, "force": False}
+    context = {
+        "section": "clusters",
+        "cluster": cluster,
+        "group": group,
+        "workloads": busy,
+        "error": error,
+        "errors": {},
+        "force": False,
+    }
     if request.method != "POST":
         return render(request, "clusters/group_delete.html", context)
     force = request.POST.get("force", "") in ("on", "true", "1")
@@ -390,8 +395,16 @@ def node_act(request, cluster_id, node: str, action: str):
     label, effect = NODE_ACTIONS[action]
     workloads = [f"{p['namespace']}/{p['name']}" for p in found["pods"] if p["namespace"] not in SYSTEM_NAMESPACES]
     if request.method != "POST":
-        context = {"section": "clusters", "cluster": cluster, "node": found, "action": action, "label": label,
-                   "effect": effect, "workloads": workloads, "health_class": health_class(found["health"])}
+        context = {
+            "section": "clusters",
+            "cluster": cluster,
+            "node": found,
+            "action": action,
+            "label": label,
+            "effect": effect,
+            "workloads": workloads,
+            "health_class": health_class(found["health"]),
+        }
         return render(request, "clusters/node_action.html", context)
     operation = node_action(access=request.access, cluster=cluster, node=found, action=action)
     messages.success(request, f"{label} of node {found['instance_id']} requested: follow the operation below.")

@@ -12,7 +12,7 @@ from instantstart.cloud.aws import team_cloud
 from instantstart.cloud.kube import api_client
 
 from . import catalog
-from .models import Cluster
+from .models import Cluster, InstanceGroup
 
 HEALTH = "sagemaker.amazonaws.com/node-health-status"
 DEEP_HEALTH = "sagemaker.amazonaws.com/deep-health-check-status"
@@ -288,3 +288,29 @@ def diagnose_cluster(cluster: Cluster) -> dict:
         "unhealthy_nodes": unhealthy,
         "recent_events": _events(cluster, limit=20),
     }
+
+
+def actual_count(cluster: Cluster, group: InstanceGroup) -> int | None:
+    """The group's instance count as HyperPod has it (None when HyperPod has no such group yet).
+
+    The explicit diff of a scale compares the request with this, never with what InstantStart recorded.
+    """
+    if not cluster.hyperpod_cluster_name:
+        return None
+    sagemaker = team_cloud(cluster.team, cluster.region).client("sagemaker")
+    described = sagemaker.describe_cluster(ClusterName=cluster.hyperpod_cluster_name)
+    actual = next((g for g in described.get("InstanceGroups", []) if g["InstanceGroupName"] == group.name), None)
+    return None if actual is None else actual.get("TargetCount", actual.get("CurrentCount", 0))
+
+
+def workloads_on(cluster: Cluster, group: InstanceGroup) -> list[str]:
+    """Running or pending pods outside the system namespaces on the group's nodes (the delete guard)."""
+    if not cluster.hyperpod_cluster_name:
+        return []
+    return [
+        f"{pod['namespace']}/{pod['name']}"
+        for node in list_nodes(cluster)
+        if node["instance_group"] == group.name
+        for pod in node["pods"]
+        if pod["namespace"] not in SYSTEM_NAMESPACES and pod["phase"] in ("Running", "Pending")
+    ]
