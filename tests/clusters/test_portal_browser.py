@@ -2,33 +2,17 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 from clusters.models import Cluster, ClusterStatus
-from tests.portal.test_browser import CHROMIUM, CHROMIUM_ARGS, screenshot
+from tests.browser import BROWSER_MARKS, open_page, screenshot
 
-# Playwright's sync API runs an event loop in this thread; the ORM calls made here between browser
-# steps are ordinary synchronous ones.
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.worker,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"Debian chromium is not installed at {CHROMIUM}"),
-]
+pytestmark = BROWSER_MARKS
 
 
 @pytest.fixture
 def page():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield browser.new_page(viewport={"width": 1280, "height": 900})
-        browser.close()
+    yield from open_page(1280, 860)
 
 
 def swapped(page, action) -> None:

@@ -3,9 +3,6 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 from clusters.models import ClusterStatus, InstanceGroup
@@ -13,30 +10,17 @@ from clusters.serializers import ClusterCreateSerializer
 from clusters.services import create_cluster
 from instantstart.tenancy.access import Access, Via
 from instantstart.tenancy.roles import Role
-from tests.portal.test_browser import CHROMIUM, CHROMIUM_ARGS, screenshot
+from tests.browser import BROWSER_MARKS, open_page, screenshot
 
 from .helpers import cluster_body, wait_for_operation
 from .test_portal_browser import swapped
 
-# Playwright's sync API runs an event loop in this thread; the ORM calls made here between browser
-# steps are ordinary synchronous ones.
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.worker,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"Debian chromium is not installed at {CHROMIUM}"),
-]
+pytestmark = BROWSER_MARKS
 
 
 @pytest.fixture
 def page():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield browser.new_page(viewport={"width": 1360, "height": 900})
-        browser.close()
+    yield from open_page(1360, 900)
 
 
 def test_add_a_group_scale_it_inline_and_see_its_nodes(

@@ -2,51 +2,20 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 from instantstart.operations.models import Operation, OperationStatus
 from instantstart.operations.services import start_operation
 from instantstart.tenancy.access import Access, Via
 from instantstart.tenancy.roles import Role
+from tests.browser import BROWSER_MARKS, open_page, screenshot
 
-# Playwright's sync API runs an event loop in this thread; the ORM calls made here between browser
-# steps are ordinary synchronous ones.
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.worker,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"Debian chromium is not installed at {CHROMIUM}"),
-]
+pytestmark = BROWSER_MARKS
 
 
 @pytest.fixture
 def browser_page():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        page = browser.new_page(viewport={"width": 1280, "height": 860})
-        yield page
-        browser.close()
-
-
-def screenshot(page, name: str, tmp_path: Path) -> None:
-    """Kept with the test's files; also written to PORTAL_SCREENSHOT_DIR when set (to look at)."""
-    page.screenshot(path=str(tmp_path / name), full_page=True)
-    target = os.environ.get("PORTAL_SCREENSHOT_DIR")
-    if target:
-        Path(target).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(target) / name), full_page=True)
+    yield from open_page(1280, 860)
 
 
 def test_operation_panel_follows_a_real_worker(live_server, settings, start_worker, team, admin_user,
