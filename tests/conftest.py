@@ -97,6 +97,48 @@ def anonymous_api() -> APIClient:
     return APIClient()
 
 
+@pytest.fixture
+def admin_token(team, admin_user) -> str:
+    return token_for(team, admin_user, Role.ADMIN)
+
+
+@pytest.fixture
+def member_token(team, member_user) -> str:
+    return token_for(team, member_user, Role.MEMBER)
+
+
+@pytest.fixture
+def viewer_token(team, viewer_user) -> str:
+    return token_for(team, viewer_user, Role.VIEWER)
+
+
+@pytest.fixture
+def rest(admin_token) -> APIClient:
+    """REST as the admin whose token the admin_mcp fixture uses."""
+    return client_with(admin_token)
+
+
+@pytest.fixture
+def admin_mcp(admin_token):
+    from tests.mcp_client import MCP
+
+    return MCP(admin_token)
+
+
+@pytest.fixture
+def member_mcp(member_token):
+    from tests.mcp_client import MCP
+
+    return MCP(member_token)
+
+
+@pytest.fixture
+def viewer_mcp(viewer_token):
+    from tests.mcp_client import MCP
+
+    return MCP(viewer_token)
+
+
 # --- a real Celery worker ------------------------------------------------------------------
 
 

@@ -14,8 +14,8 @@ import pytest
 from clusters.models import Cluster, ClusterStatus, InstanceGroup
 from instantstart.operations.models import AuditEvent, Operation
 from instantstart.tenancy.roles import Role
-from tests.agent_tools.conftest import MCP, body
 from tests.conftest import client_with, token_for
+from tests.mcp_client import MCP, body
 
 from .helpers import cluster_body, sandbox_calls, wait_for_operation
 from .test_tools import assert_same, make_cluster
@@ -28,21 +28,6 @@ MUTATING = {
     "delete_node",
 }
 NODE = "i-0123456789abcdef0"
-
-
-@pytest.fixture
-def admin_token(team, admin_user) -> str:
-    return token_for(team, admin_user, Role.ADMIN)
-
-
-@pytest.fixture
-def admin_mcp(admin_token) -> MCP:
-    return MCP(admin_token)
-
-
-@pytest.fixture
-def rest(admin_token):
-    return client_with(admin_token)
 
 
 @pytest.fixture

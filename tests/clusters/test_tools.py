@@ -20,8 +20,8 @@ from instantstart.cloud.aws import team_cloud
 from instantstart.operations.models import AuditEvent, Operation, OperationStatus
 from instantstart.tenancy.roles import Role
 from instantstart.tenancy.services import system_access
-from tests.agent_tools.conftest import MCP, body
 from tests.conftest import client_with, token_for, wait_until
+from tests.mcp_client import MCP, body
 
 from .helpers import GROUP, cluster_body
 
@@ -36,26 +36,6 @@ MUTATING = {
     "reconcile_cluster",
 }
 REGION = {"region": "us-west-2"}
-
-
-@pytest.fixture
-def admin_token(team, admin_user) -> str:
-    return token_for(team, admin_user, Role.ADMIN)
-
-
-@pytest.fixture
-def viewer_token(team, viewer_user) -> str:
-    return token_for(team, viewer_user, Role.VIEWER)
-
-
-@pytest.fixture
-def admin_mcp(admin_token) -> MCP:
-    return MCP(admin_token)
-
-
-@pytest.fixture
-def rest(admin_token):
-    return client_with(admin_token)
 
 
 def make_cluster(team, user, name: str = "train", *, settled: bool = False) -> Cluster:
