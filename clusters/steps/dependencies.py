@@ -19,11 +19,13 @@ def run(ctx: StepContext):
     name = cluster.eks_cluster_name
     wanted = addons_for(cluster)
 
-    installed = set(eks.list_addons(clusterName=name).get("addons", []))
-    for addon in wanted:
-        if addon not in installed:
+    if ctx.phase.state.get("addons") != wanted:  # submitted once; later polls only describe
+        installed = set(eks.list_addons(clusterName=name).get("addons", []))
+        for addon in wanted:
+            if addon in installed:
+                continue
             eks.create_addon(clusterName=name, addonName=addon, resolveConflicts="OVERWRITE", tags=cluster.tags())
-    ctx.record(addons=wanted)
+        ctx.record(addons=wanted)
 
     if not ctx.phase.state.get("manifests_applied"):
         api = api_client(cloud, name)
@@ -31,7 +33,14 @@ def run(ctx: StepContext):
             apply(api, manifest)
         ctx.record(manifests_applied=[f"{m['kind']}/{m['metadata']['name']}" for m in base_manifests(cluster)])
 
-    statuses = {addon: eks.describe_addon(clusterName=name, addonName=addon)["addon"] for addon in wanted}
+    # Add-ons already ACTIVE are not described again.
+    active = set(ctx.phase.state.get("active_addons", []))
+    statuses = {
+        addon: eks.describe_addon(clusterName=name, addonName=addon)["addon"] for addon in wanted if addon not in active
+    }
+    newly_active = sorted(a for a, s in statuses.items() if s["status"] == "ACTIVE")
+    if newly_active:
+        ctx.record(active_addons=sorted(active | set(newly_active)))
     broken = {a: s for a, s in statuses.items() if s["status"] in ("CREATE_FAILED", "DEGRADED")}
     if broken:
         addon, status = next(iter(broken.items()))

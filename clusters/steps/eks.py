@@ -11,6 +11,7 @@ from ..models import Cluster
 from .base import client_token, cloud_of, cluster_of
 
 POLL_SECONDS = 30
+FIRST_POLL_SECONDS = 300
 ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 
 
@@ -45,6 +46,9 @@ def run(ctx: StepContext):
                 tags=cluster.tags(),
                 clientRequestToken=client_token(cluster, "eks"),
             )
+            ctx.record(cluster_name=name)
+            # A control plane takes 8–12 minutes: the first look is worth taking only after most of it.
+            return Wait(FIRST_POLL_SECONDS, f"EKS control plane {name} creating (usually 8–12 minutes)")
         ctx.record(cluster_name=name)
 
     described = eks.describe_cluster(name=name)["cluster"]

@@ -10,6 +10,7 @@ from .base import cloud_of, cluster_of
 from .network import ensure_compute_subnet
 
 POLL_SECONDS = 30
+FIRST_POLL_SECONDS = 180
 # Threads per core: HyperPod recommends 1 (no hyper-threading) for accelerated training fleets.
 THREADS_PER_CORE = 1
 
@@ -102,7 +103,7 @@ def run(ctx: StepContext):
             Tags=[{"Key": k, "Value": v} for k, v in cluster.tags().items()],
         )
         ctx.record(cluster_arn=response["ClusterArn"], cluster_name=name)
-        return Wait(POLL_SECONDS, f"HyperPod cluster {name} creating")
+        return Wait(FIRST_POLL_SECONDS, f"HyperPod cluster {name} creating (instances start in several minutes)")
 
     ctx.record(cluster_arn=described["ClusterArn"], cluster_name=name)
     status = described["ClusterStatus"]
