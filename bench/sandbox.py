@@ -65,12 +65,31 @@ def _setup(c: dict[str, Any], account: str) -> None:
         time.sleep(0.05)
 
 
+def _startup_seconds() -> float:
+    """Time from launching `python -m sandbox` to its first stdout line (its endpoint JSON)."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory() as state:
+        proc = subprocess.Popen([sys.executable, "-m", "sandbox", "--port", "0", "--state", state],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=root, text=True)
+        try:
+            proc.stdout.readline()
+            return time.monotonic() - started
+        finally:
+            proc.terminate()
+            proc.wait(15)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--endpoint", default=None)
     args = ap.parse_args()
+    print(f"python -m sandbox: first line after {_startup_seconds():.2f}s (the contract: under 2 s)")
     sb = None
     endpoint = args.endpoint
     if endpoint is None:

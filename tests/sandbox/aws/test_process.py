@@ -8,7 +8,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,17 +18,13 @@ from tests.sandbox.conftest import ROOT, eks_cluster
 def test_python_m_sandbox_prints_json_and_saves_on_sigterm(tmp_path):
     state = tmp_path / "state"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    t0 = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "sandbox", "--port", "0", "--state", str(state), "--speedup", "500"],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT, env=env, text=True)
     try:
         line = proc.stdout.readline()
-        elapsed = time.monotonic() - t0
         info = json.loads(line)
         assert info["aws_endpoint"].startswith("http://127.0.0.1:") and info["region"] == "us-west-2"
-        # the contract is < 2 s; a box busier than its CPU count gets slack instead of a flaky failure
-        limit = 2.0 if os.getloadavg()[0] <= (os.cpu_count() or 1) else 10.0
-        assert elapsed < limit, f"first line after {elapsed:.2f}s"
+        # How fast it starts (the contract says under 2 s) is measured by bench/sandbox.py, not here.
         import urllib.request
 
         with urllib.request.urlopen(info["aws_endpoint"] + "/_sandbox/health", timeout=5) as r:
