@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.test import Client
 from rest_framework.test import APIClient
 
 from instantstart.tenancy.models import Membership, Team
@@ -137,6 +138,44 @@ def viewer_mcp(viewer_token):
     from tests.mcp_client import MCP
 
     return MCP(viewer_token)
+
+
+# --- portal clients -------------------------------------------------------------------------
+
+
+def logged_in(user) -> Client:
+    """A test client with the user's session, as after the login form."""
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def admin_client(admin_user) -> Client:
+    return logged_in(admin_user)
+
+
+@pytest.fixture
+def member_client(member_user) -> Client:
+    return logged_in(member_user)
+
+
+@pytest.fixture
+def viewer_client(viewer_user) -> Client:
+    return logged_in(viewer_user)
+
+
+@pytest.fixture
+def outsider_client(outsider_user) -> Client:
+    return logged_in(outsider_user)
+
+
+@pytest.fixture
+def no_enqueue(monkeypatch):
+    """Keep services from sending messages to a broker, for tests that run no worker."""
+    sent = []
+    monkeypatch.setattr("instantstart.operations.services.enqueue_advance", lambda pk, **kw: sent.append(pk))
+    return sent
 
 
 # --- a real Celery worker ------------------------------------------------------------------

@@ -20,8 +20,7 @@ from instantstart.cloud.aws import team_cloud
 from instantstart.operations.models import Operation
 from instantstart.tenancy.access import Access, Via
 from instantstart.tenancy.roles import Role
-from tests.conftest import wait_until
-from tests.portal.conftest import logged_in
+from tests.conftest import logged_in, wait_until
 
 from .helpers import add_fault, cluster_body, sandbox_calls, wait_for_operation
 from .test_portal_views import HTMX, efa_checkbox, make_cluster, options
@@ -30,14 +29,6 @@ pytestmark = pytest.mark.usefixtures("sandbox")
 
 ADD = {"name": "more", "availability_zone": "us-west-2a", "instance_type": "ml.g5.xlarge", "count": "1",
        "capacity_type": "on_demand", "min_count": "0", "ebs_volume_gb": "500", "labels": "team=research\n"}
-
-
-@pytest.fixture
-def no_enqueue(monkeypatch):
-    """Operations are recorded, not sent to a broker (no worker runs them)."""
-    sent = []
-    monkeypatch.setattr("instantstart.operations.services.enqueue_advance", lambda pk, **kw: sent.append(pk))
-    return sent
 
 
 def tab(client, cluster, name: str, **query) -> str:

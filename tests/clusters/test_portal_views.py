@@ -13,8 +13,7 @@ from clusters.selectors import operations_of
 from instantstart.cloud.aws import team_cloud
 from instantstart.operations.models import Operation, OperationStatus, Phase
 from instantstart.tenancy.roles import Role
-from tests.conftest import make_member
-from tests.portal.conftest import logged_in
+from tests.conftest import logged_in, make_member
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("sandbox", "no_enqueue")]
 
@@ -30,34 +29,6 @@ FORM = {
     "count": "2",
     "capacity_type": "on_demand",
 }
-
-
-@pytest.fixture
-def no_enqueue(monkeypatch):
-    """These tests run no worker: operations are recorded, not sent to a broker."""
-    sent = []
-    monkeypatch.setattr("instantstart.operations.services.enqueue_advance", lambda pk, **kw: sent.append(pk))
-    return sent
-
-
-@pytest.fixture
-def admin_client(admin_user):
-    return logged_in(admin_user)
-
-
-@pytest.fixture
-def member_client(member_user):
-    return logged_in(member_user)
-
-
-@pytest.fixture
-def viewer_client(viewer_user):
-    return logged_in(viewer_user)
-
-
-@pytest.fixture
-def outsider_client(outsider_user):
-    return logged_in(outsider_user)
 
 
 def make_cluster(team, name="train", status=ClusterStatus.ACTIVE, **fields) -> Cluster:

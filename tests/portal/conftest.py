@@ -3,37 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 from django.utils import timezone
 
 from instantstart.operations.models import Operation, OperationStatus, Phase, PhaseStatus
 from instantstart.tenancy.services import system_access
-
-
-def logged_in(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-@pytest.fixture
-def admin_client(admin_user) -> Client:
-    return logged_in(admin_user)
-
-
-@pytest.fixture
-def member_client(member_user) -> Client:
-    return logged_in(member_user)
-
-
-@pytest.fixture
-def viewer_client(viewer_user) -> Client:
-    return logged_in(viewer_user)
-
-
-@pytest.fixture
-def outsider_client(outsider_user) -> Client:
-    return logged_in(outsider_user)
 
 
 def make_operation(team, *, status=OperationStatus.RUNNING, phase_statuses=None, **fields) -> Operation:
@@ -81,12 +54,4 @@ def other_team_op(other_team) -> Operation:
     return make_operation(other_team, status=OperationStatus.FAILED)
 
 
-@pytest.fixture
-def no_enqueue(monkeypatch):
-    """Keep services from sending messages to a broker: these tests run no worker."""
-    sent = []
-    monkeypatch.setattr("instantstart.operations.services.enqueue_advance", lambda pk, **kw: sent.append(pk))
-    return sent
-
-
-__all__ = ["make_operation", "logged_in", "system_access"]
+__all__ = ["make_operation", "system_access"]

@@ -10,8 +10,9 @@ from instantstart.operations.models import OperationStatus
 from instantstart.tenancy.models import Membership
 from instantstart.tenancy.roles import Role
 from instantstart.tenancy.teams import SESSION_TEAM_KEY
+from tests.conftest import logged_in
 
-from .conftest import logged_in, make_operation
+from .conftest import make_operation
 
 pytestmark = pytest.mark.django_db
 

@@ -9,8 +9,7 @@ from django.urls import reverse
 from instantstart.operations.models import AuditEvent
 from instantstart.tenancy.models import ApiToken, Membership, Team
 from instantstart.tenancy.roles import Role
-
-from .conftest import logged_in
+from tests.conftest import logged_in
 
 pytestmark = pytest.mark.django_db
 
