@@ -52,26 +52,16 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.common import TASK_LINE, database_url, drop_queue, ensure_database, setup_django  # noqa: E402
+
 BENCH_DB = "instantstart_bench_clusters"
-PG_HOST, PG_PORT, PG_USER = "127.0.0.1", 5432, "postgres"
-BENCH_DB_URL = f"postgres://{PG_USER}@{PG_HOST}:{PG_PORT}/{BENCH_DB}"
+BENCH_DB_URL = database_url(BENCH_DB)
 TEAM_PREFIX = "bench-c-"
 REGION, ZONE = "us-west-2", "us-west-2a"
-TASK_LINE = re.compile(r"Task instantstart\.operations\.tasks\.advance\[[^\]]+\] succeeded in ([0-9.e-]+)s: '(\w+)'")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 # --- setup ----------------------------------------------------------------------------------
-
-
-def ensure_database() -> None:
-    import psycopg
-    from psycopg import sql
-
-    with psycopg.connect(host=PG_HOST, port=PG_PORT, user=PG_USER, dbname="postgres", autocommit=True) as conn:
-        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [BENCH_DB]).fetchone() is None:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(BENCH_DB)))
-            print(f"created database {BENCH_DB}")
 
 
 def engine_knobs(args) -> dict[str, str]:
@@ -85,32 +75,6 @@ def engine_knobs(args) -> dict[str, str]:
         "OPERATION_POLL_SECONDS": repr(10.0),
         "OPERATION_TRANSIENT_RETRIES": "8",
     }
-
-
-def setup_django(args) -> None:
-    os.environ.setdefault("INSTANTSTART_MODE", "test")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "instantstart.test_settings")
-    os.environ["DATABASE_URL"] = BENCH_DB_URL
-    os.environ.update(engine_knobs(args))  # this process runs the sweep: same knobs as the workers
-    import django
-
-    django.setup()
-    from django.conf import settings
-    from django.core.management import call_command
-
-    if not getattr(settings, "REDIS_URL", None) or settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-        sys.exit("bench/clusters.py needs the test mode (PostgreSQL + Redis): set INSTANTSTART_MODE=test")
-    call_command("migrate", verbosity=0)
-
-
-def drop_queue(queue: str) -> None:
-    import redis
-    from django.conf import settings
-
-    client = redis.Redis.from_url(settings.REDIS_URL)
-    for key in list(client.scan_iter(match=f"*{queue}*")):
-        client.delete(key)
-    client.close()
 
 
 def make_teams(count: int) -> list:
@@ -781,8 +745,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.clusters < 1 or args.teams < 1 or args.workers < 1:
         parser.error("--clusters, --teams and --workers must be at least 1")
-    ensure_database()
-    setup_django(args)
+    ensure_database(BENCH_DB)
+    os.environ.update(engine_knobs(args))  # this process runs the sweep: same knobs as the workers
+    setup_django(BENCH_DB, "bench/clusters.py")
     return run(args)
 
 

@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -50,55 +49,14 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.common import TASK_LINE, database_url, drop_queue, ensure_database, setup_django  # noqa: E402
+
 BENCH_DB = "instantstart_bench"
-PG_HOST, PG_PORT, PG_USER = "127.0.0.1", 5432, "postgres"
-BENCH_DB_URL = f"postgres://{PG_USER}@{PG_HOST}:{PG_PORT}/{BENCH_DB}"
+BENCH_DB_URL = database_url(BENCH_DB)
 KIND = "engine.selftest"
-# Celery's INFO line for a finished task; the advance task returns the Outcome's action.
-TASK_LINE = re.compile(r"Task instantstart\.operations\.tasks\.advance\[[^\]]+\] succeeded in ([0-9.e-]+)s: '(\w+)'")
 
 
 # --- setup ----------------------------------------------------------------------------------
-
-
-def ensure_database() -> None:
-    import psycopg
-    from psycopg import sql
-
-    with psycopg.connect(host=PG_HOST, port=PG_PORT, user=PG_USER, dbname="postgres", autocommit=True) as conn:
-        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [BENCH_DB]).fetchone() is None:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(BENCH_DB)))
-            print(f"created database {BENCH_DB}")
-
-
-def setup_django() -> None:
-    os.environ.setdefault("INSTANTSTART_MODE", "test")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "instantstart.test_settings")
-    os.environ["DATABASE_URL"] = BENCH_DB_URL
-    import django
-
-    django.setup()
-    from django.conf import settings
-    from django.core.management import call_command
-
-    if not getattr(settings, "REDIS_URL", None) or settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-        sys.exit("bench/engine.py needs the test mode (PostgreSQL + Redis): set INSTANTSTART_MODE=test")
-    call_command("migrate", verbosity=0)
-
-
-def redis_client():
-    import redis
-    from django.conf import settings
-
-    return redis.Redis.from_url(settings.REDIS_URL)
-
-
-def drop_queue(queue: str) -> None:
-    """Delete the queue's Redis keys (its list, priority lists, binding): leftovers go nowhere."""
-    client = redis_client()
-    for key in list(client.scan_iter(match=f"*{queue}*")):
-        client.delete(key)
-    client.close()
 
 
 def use_queue(queue: str) -> None:
@@ -506,8 +464,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show-sql", action="store_true", help="print the SQL of one advance per outcome")
     args = parser.parse_args(argv)
 
-    ensure_database()
-    setup_django()
+    ensure_database(BENCH_DB)
+    setup_django(BENCH_DB, "bench/engine.py")
     team = bench_team()
     purge(team)
     print(
