@@ -30,6 +30,11 @@ test: install
 
 lint: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: install
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
 
 bench: install
 	INSTANTSTART_MODE=test DJANGO_SETTINGS_MODULE=instantstart.test_settings $(PY) bench/engine.py

@@ -137,8 +137,12 @@ def _environ(
 
 def _query_string(arguments: dict[str, Any]) -> str:
     return urlencode(
-        [(name, _query_value(item)) for name, value in arguments.items() if value is not None
-         for item in (value if isinstance(value, list) else [value])]
+        [
+            (name, _query_value(item))
+            for name, value in arguments.items()
+            if value is not None
+            for item in (value if isinstance(value, list) else [value])
+        ]
     )
 
 

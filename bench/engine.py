@@ -110,10 +110,29 @@ class BenchWorker:
     def start(self) -> BenchWorker:
         with open(self.log_path, "w") as log:  # the child keeps its own copy of the descriptor
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "instantstart", "worker", "-Q", self.queue,
-                 "--pool", "solo", "--loglevel", "INFO", "--without-gossip", "--without-mingle",
-                 "--hostname", f"{self.queue}@%h"],
-                cwd=ROOT, env=self.env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                [
+                    sys.executable,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "instantstart",
+                    "worker",
+                    "-Q",
+                    self.queue,
+                    "--pool",
+                    "solo",
+                    "--loglevel",
+                    "INFO",
+                    "--without-gossip",
+                    "--without-mingle",
+                    "--hostname",
+                    f"{self.queue}@%h",
+                ],
+                cwd=ROOT,
+                env=self.env(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -381,9 +400,19 @@ def summarize(team, n: int, mode: str, waits: int, stopped_at, *, capped: bool) 
             if mode == "baseline" and not recorded:
                 lags.extend([0.0] * waits)  # its inline polls would have woken on time
     return Result(
-        n=n, mode=mode, finished=finished, waited=waited, wall=wall, advances_per_op=float(advances or 0),
-        lags=lags, queries_per_advance=float("nan"), capped=capped, censored=censored, first_lags=first_lags,
-        seconds_per_wait=seconds_per_wait, pending_other=pending_other,
+        n=n,
+        mode=mode,
+        finished=finished,
+        waited=waited,
+        wall=wall,
+        advances_per_op=float(advances or 0),
+        lags=lags,
+        queries_per_advance=float("nan"),
+        capped=capped,
+        censored=censored,
+        first_lags=first_lags,
+        seconds_per_wait=seconds_per_wait,
+        pending_other=pending_other,
     )
 
 
@@ -432,8 +461,12 @@ def print_table(results: list[Result]) -> None:
     rows = [HEADER, *(row(r) for r in results)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
     for index, cells in enumerate(rows):
-        print(" | ".join(cell.rjust(width) if i != 1 else cell.ljust(width)
-                         for i, (cell, width) in enumerate(zip(cells, widths, strict=True))))
+        print(
+            " | ".join(
+                cell.rjust(width) if i != 1 else cell.ljust(width)
+                for i, (cell, width) in enumerate(zip(cells, widths, strict=True))
+            )
+        )
         if index == 0:
             print("-+-".join("-" * width for width in widths))
 
@@ -480,8 +513,10 @@ def main(argv: list[str] | None = None) -> int:
         detail = ", ".join(
             f"{action} {sum(counts) / len(counts):.1f} (x{len(counts)})" for action, counts in sample.by_action.items()
         )
-        print(f"queries per advance, {mode} ({args.sample} ops in-process): {sample.per_advance:.2f} "
-              f"({sample.commits_per_advance:.2f} commits); by outcome: {detail}")
+        print(
+            f"queries per advance, {mode} ({args.sample} ops in-process): {sample.per_advance:.2f} "
+            f"({sample.commits_per_advance:.2f} commits); by outcome: {detail}"
+        )
         if args.show_sql:
             for action, statements in sample.sql_by_action.items():
                 print(f"--- {mode} advance -> {action}: {len(statements)} statements")

@@ -33,14 +33,21 @@ def _clients(endpoint: str, account: str) -> dict[str, Any]:
     if _SESSION is None:  # one session: service models load once, clients are cheap afterwards
         _SESSION = boto3.session.Session()
     session = _SESSION
-    sts = session.client("sts", endpoint_url=endpoint, region_name="us-west-2", aws_access_key_id="AKIABENCH",
-                         aws_secret_access_key="x")
-    creds = sts.assume_role(RoleArn=f"arn:aws:iam::{account}:role/InstantStartControlPlane",
-                            RoleSessionName="bench")["Credentials"]
+    sts = session.client(
+        "sts", endpoint_url=endpoint, region_name="us-west-2", aws_access_key_id="AKIABENCH", aws_secret_access_key="x"
+    )
+    creds = sts.assume_role(RoleArn=f"arn:aws:iam::{account}:role/InstantStartControlPlane", RoleSessionName="bench")[
+        "Credentials"
+    ]
     cfg = Config(retries={"total_max_attempts": 1}, max_pool_connections=64)
-    kw = {"endpoint_url": endpoint, "region_name": "us-west-2", "config": cfg,
-          "aws_access_key_id": creds["AccessKeyId"], "aws_secret_access_key": creds["SecretAccessKey"],
-          "aws_session_token": creds["SessionToken"]}
+    kw = {
+        "endpoint_url": endpoint,
+        "region_name": "us-west-2",
+        "config": cfg,
+        "aws_access_key_id": creds["AccessKeyId"],
+        "aws_secret_access_key": creds["SecretAccessKey"],
+        "aws_session_token": creds["SessionToken"],
+    }
     return {s: session.client(s, **kw) for s in ("eks", "sagemaker", "ec2", "iam")}
 
 
@@ -56,11 +63,20 @@ def _setup(c: dict[str, Any], account: str) -> None:
         time.sleep(0.05)
     eks.create_addon(clusterName="bench", addonName="vpc-cni")
     arn = eks.describe_cluster(name="bench")["cluster"]["arn"]
-    sm.create_cluster(ClusterName="bench", Orchestrator={"Eks": {"ClusterArn": arn}},
-                      VpcConfig={"SecurityGroupIds": [sg], "Subnets": [subnet]},
-                      InstanceGroups=[{"InstanceGroupName": "gpu", "InstanceType": "ml.p5.48xlarge",
-                                       "InstanceCount": 16, "ExecutionRole": role,
-                                       "LifeCycleConfig": {"SourceS3Uri": "s3://b/lc", "OnCreate": "x.sh"}}])
+    sm.create_cluster(
+        ClusterName="bench",
+        Orchestrator={"Eks": {"ClusterArn": arn}},
+        VpcConfig={"SecurityGroupIds": [sg], "Subnets": [subnet]},
+        InstanceGroups=[
+            {
+                "InstanceGroupName": "gpu",
+                "InstanceType": "ml.p5.48xlarge",
+                "InstanceCount": 16,
+                "ExecutionRole": role,
+                "LifeCycleConfig": {"SourceS3Uri": "s3://b/lc", "OnCreate": "x.sh"},
+            }
+        ],
+    )
     while sm.describe_cluster(ClusterName="bench")["ClusterStatus"] != "InService":
         time.sleep(0.05)
 
@@ -73,8 +89,13 @@ def _startup_seconds() -> float:
     root = Path(__file__).resolve().parent.parent
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as state:
-        proc = subprocess.Popen([sys.executable, "-m", "sandbox", "--port", "0", "--state", state],
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=root, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sandbox", "--port", "0", "--state", state],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=root,
+            text=True,
+        )
         try:
             proc.stdout.readline()
             return time.monotonic() - started

@@ -9,8 +9,7 @@ from .selectors import operations_of
 class InstanceGroupInline(admin.TabularInline):
     model = InstanceGroup
     extra = 0
-    fields = ["name", "instance_type", "count", "capacity_type", "efa_only", "availability_zone", "subnet_id",
-              "status"]
+    fields = ["name", "instance_type", "count", "capacity_type", "efa_only", "availability_zone", "subnet_id", "status"]
     readonly_fields = fields
 
 
@@ -34,9 +33,28 @@ class ClusterAdmin(admin.ModelAdmin):
     search_fields = ["name", "eks_cluster_name", "hyperpod_cluster_name", "vpc_id"]
     inlines = [InstanceGroupInline, ComputeSubnetInline, StorageInline]
     readonly_fields = [
-        "id", "team", "name", "region", "availability_zone", "kubernetes_version", "storage", "status", "managed",
-        "eks_cluster_name", "eks_cluster_arn", "eks_endpoint", "hyperpod_cluster_name", "hyperpod_cluster_arn",
-        "vpc_id", "vpc_cidr", "network", "identity", "versions", "node_summary", "created_by", "created_at",
+        "id",
+        "team",
+        "name",
+        "region",
+        "availability_zone",
+        "kubernetes_version",
+        "storage",
+        "status",
+        "managed",
+        "eks_cluster_name",
+        "eks_cluster_arn",
+        "eks_endpoint",
+        "hyperpod_cluster_name",
+        "hyperpod_cluster_arn",
+        "vpc_id",
+        "vpc_cidr",
+        "network",
+        "identity",
+        "versions",
+        "node_summary",
+        "created_by",
+        "created_at",
         "operations",
     ]
 
@@ -44,9 +62,17 @@ class ClusterAdmin(admin.ModelAdmin):
     def operations(self, cluster: Cluster):
         rows = operations_of(cluster).order_by("-created_at")[:20]
         return format_html_join(
-            "", '<div><a href="{}">{}</a> — {} ({})</div>',
-            ((reverse("admin:operations_operation_change", args=[op.pk]), op.kind, op.status,
-              op.created_at.strftime("%Y-%m-%d %H:%M")) for op in rows),
+            "",
+            '<div><a href="{}">{}</a> — {} ({})</div>',
+            (
+                (
+                    reverse("admin:operations_operation_change", args=[op.pk]),
+                    op.kind,
+                    op.status,
+                    op.created_at.strftime("%Y-%m-%d %H:%M"),
+                )
+                for op in rows
+            ),
         ) or format_html("<em>none</em>")
 
     def has_add_permission(self, request) -> bool:
@@ -57,5 +83,3 @@ class ClusterAdmin(admin.ModelAdmin):
 @admin.register(ActiveCluster)
 class ActiveClusterAdmin(admin.ModelAdmin):
     list_display = ["user", "team", "cluster"]
-
-

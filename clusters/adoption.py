@@ -26,7 +26,8 @@ def hyperpod_clusters_by_eks_arn(cloud: TeamCloud, region: str) -> dict[str, dic
 def importable_clusters(team, cloud: TeamCloud, region: str) -> list[dict]:
     """EKS clusters of the region not yet managed by this team, with their HyperPod cluster if any."""
     known = set(
-        Cluster.objects.filter(team=team, region=region).exclude(status=ClusterStatus.DELETED)
+        Cluster.objects.filter(team=team, region=region)
+        .exclude(status=ClusterStatus.DELETED)
         .values_list("eks_cluster_name", flat=True)
     )
     eks = cloud.client("eks", region)
@@ -37,18 +38,23 @@ def importable_clusters(team, cloud: TeamCloud, region: str) -> list[dict]:
             continue
         described = eks.describe_cluster(name=name)["cluster"]
         hyperpod = hyperpods.get(described["arn"])
-        results.append({
-            "eks_cluster_name": name,
-            "eks_status": described["status"],
-            "kubernetes_version": described.get("version"),
-            "vpc_id": (described.get("resourcesVpcConfig") or {}).get("vpcId"),
-            "hyperpod_cluster_name": hyperpod["ClusterName"] if hyperpod else None,
-            "hyperpod_status": hyperpod["ClusterStatus"] if hyperpod else None,
-            "instance_groups": [
-                {"name": g["InstanceGroupName"], "instance_type": g["InstanceType"],
-                 "count": g.get("TargetCount", g.get("CurrentCount", 0))}
-                for g in (hyperpod or {}).get("InstanceGroups", [])
-            ],
-            "managed_by_instantstart": described.get("tags", {}).get("managed-by") == "instantstart",
-        })
+        results.append(
+            {
+                "eks_cluster_name": name,
+                "eks_status": described["status"],
+                "kubernetes_version": described.get("version"),
+                "vpc_id": (described.get("resourcesVpcConfig") or {}).get("vpcId"),
+                "hyperpod_cluster_name": hyperpod["ClusterName"] if hyperpod else None,
+                "hyperpod_status": hyperpod["ClusterStatus"] if hyperpod else None,
+                "instance_groups": [
+                    {
+                        "name": g["InstanceGroupName"],
+                        "instance_type": g["InstanceType"],
+                        "count": g.get("TargetCount", g.get("CurrentCount", 0)),
+                    }
+                    for g in (hyperpod or {}).get("InstanceGroups", [])
+                ],
+                "managed_by_instantstart": described.get("tags", {}).get("managed-by") == "instantstart",
+            }
+        )
     return results

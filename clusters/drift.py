@@ -49,8 +49,14 @@ def cluster_drift(cluster: Cluster) -> list[dict]:
                 if target != recorded[name].count:
                     differences.append(_difference(f"instance_group/{name}", "count", recorded[name].count, target))
                 if actual[name]["InstanceType"] != recorded[name].instance_type:
-                    differences.append(_difference(f"instance_group/{name}", "instance_type",
-                                                   recorded[name].instance_type, actual[name]["InstanceType"]))
+                    differences.append(
+                        _difference(
+                            f"instance_group/{name}",
+                            "instance_type",
+                            recorded[name].instance_type,
+                            actual[name]["InstanceType"],
+                        )
+                    )
 
     attached = list(cluster.storages.filter(status="attached"))
     if attached:

@@ -52,8 +52,9 @@ class InstanceGroupAddSerializer(InstanceGroupRequestSerializer):
         requested_zone = attrs.get("availability_zone") or cluster.availability_zone
         zones = [z["name"] for z in catalog.availability_zones(cloud, cluster.region)]
         if requested_zone not in zones:
-            raise serializers.ValidationError({"availability_zone": [
-                f"{requested_zone} is not a zone of {cluster.region}."]})
+            raise serializers.ValidationError(
+                {"availability_zone": [f"{requested_zone} is not a zone of {cluster.region}."]}
+            )
         plans = {}
         if attrs["capacity_type"] == CapacityType.TRAINING_PLAN:
             plans = {p["arn"]: p for p in catalog.training_plans(cloud, cluster.region)}
@@ -62,12 +63,18 @@ class InstanceGroupAddSerializer(InstanceGroupRequestSerializer):
             raise serializers.ValidationError(errors)
         notes = []
         if attrs["availability_zone"] != requested_zone:
-            notes.append(f"The training plan reserves capacity in {attrs['availability_zone']}; the group is placed "
-                         f"there instead of {requested_zone}.")
-        checks = run_preflight(cluster.team, {
-            "region": cluster.region, "availability_zone": attrs["availability_zone"],
-            "instance_groups": [{**attrs, "count": attrs["count"] + _same_type_count(cluster, attrs)}],
-        })
+            notes.append(
+                f"The training plan reserves capacity in {attrs['availability_zone']}; the group is placed "
+                f"there instead of {requested_zone}."
+            )
+        checks = run_preflight(
+            cluster.team,
+            {
+                "region": cluster.region,
+                "availability_zone": attrs["availability_zone"],
+                "instance_groups": [{**attrs, "count": attrs["count"] + _same_type_count(cluster, attrs)}],
+            },
+        )
         quota = [c for c in checks if not c.ok and (c.name.startswith("quota") or c.name.startswith("training_plan"))]
         if quota:
             raise serializers.ValidationError({"count": [c.message for c in quota]})
@@ -78,8 +85,11 @@ class InstanceGroupAddSerializer(InstanceGroupRequestSerializer):
 def _same_type_count(cluster: Cluster, attrs: dict) -> int:
     if attrs["capacity_type"] == CapacityType.TRAINING_PLAN:
         return 0
-    return sum(cluster.instance_groups.filter(instance_type=attrs["instance_type"]).exclude(
-        capacity_type=CapacityType.TRAINING_PLAN).values_list("count", flat=True))
+    return sum(
+        cluster.instance_groups.filter(instance_type=attrs["instance_type"])
+        .exclude(capacity_type=CapacityType.TRAINING_PLAN)
+        .values_list("count", flat=True)
+    )
 
 
 class InstanceGroupUpdateSerializer(serializers.Serializer):
@@ -104,15 +114,27 @@ class InstanceGroupUpdateSerializer(serializers.Serializer):
             raise serializers.ValidationError({"min_count": ["At most count."]})
         if "count" in attrs and attrs["count"] > group.count:
             cluster = group.cluster
-            checks = run_preflight(cluster.team, {
-                "region": cluster.region, "availability_zone": group.availability_zone,
-                "instance_groups": [{
-                    "name": group.name, "instance_type": group.instance_type, "capacity_type": group.capacity_type,
-                    "training_plan_arn": group.training_plan_arn, "availability_zone": group.availability_zone,
-                    "count": attrs["count"] + _same_type_count(cluster, {
-                        "instance_type": group.instance_type, "capacity_type": group.capacity_type}) - group.count,
-                }],
-            })
+            checks = run_preflight(
+                cluster.team,
+                {
+                    "region": cluster.region,
+                    "availability_zone": group.availability_zone,
+                    "instance_groups": [
+                        {
+                            "name": group.name,
+                            "instance_type": group.instance_type,
+                            "capacity_type": group.capacity_type,
+                            "training_plan_arn": group.training_plan_arn,
+                            "availability_zone": group.availability_zone,
+                            "count": attrs["count"]
+                            + _same_type_count(
+                                cluster, {"instance_type": group.instance_type, "capacity_type": group.capacity_type}
+                            )
+                            - group.count,
+                        }
+                    ],
+                },
+            )
             quota = [c for c in checks if not c.ok and c.name.startswith(("quota", "training_plan"))]
             if quota:
                 raise serializers.ValidationError({"count": [c.message for c in quota]})

@@ -88,7 +88,10 @@ register(
             "Get one cluster by id: status, instance groups (type, count, capacity type, zone, status), storage, "
             "node health summary and the last operation with its phases. Use it to check a cluster is active "
             "before running workloads on it, or to see why it failed (last_operation.error). "
-            + _CLUSTER_SHAPE + " " + _NOT_FOUND + " Next: get_operation for the last operation's details, "
+            + _CLUSTER_SHAPE
+            + " "
+            + _NOT_FOUND
+            + " Next: get_operation for the last operation's details, "
             "retry_operation when it failed."
         ),
         view=ClusterViewSet,
@@ -126,7 +129,10 @@ register(
             "request, and confirm the cluster's name first with get_cluster. Needs the admin role. While another "
             "operation runs on the cluster the call is a conflict error; force=true asks that operation to cancel "
             "and deletes anyway. Deleting a cluster that is already being deleted returns the running deletion. "
-            + _NOT_FOUND + " " + _ACCEPTED + " An imported cluster (managed false) is not torn down: InstantStart "
+            + _NOT_FOUND
+            + " "
+            + _ACCEPTED
+            + " An imported cluster (managed false) is not torn down: InstantStart "
             "only stops managing it, nothing in the cloud changes, and the answer is {forgotten: true, cluster: id} "
             "at once, with no operation."
         ),
@@ -184,7 +190,8 @@ register(
         description=(
             "List the SageMaker training plans (reserved capacity) of the team's account in a region. Call it "
             "before creating an instance group with capacity_type training_plan: use a plan's arn as "
-            "training_plan_arn and its instance type; the plan's zone decides the group's zone. " + _REGION
+            "training_plan_arn and its instance type; the plan's zone decides the group's zone. "
+            + _REGION
             + "availability_zone is not used by this tool. Returns {results: [{arn, name, status, "
             "instance_types, zones, total_instances, available_instances, in_use_instances, start_time, "
             "end_time, target_resources}]}."
@@ -253,7 +260,10 @@ register(
             "and any attached later, each as a volume + claim in the team's namespace. Read-only. Use it to find "
             "the claim_name a workload mounts, or a storage id for detach_storage. Input: cluster_id (the "
             "cluster's id, from list_clusters). Returns {count, next, previous, results: [storage]}. "
-            + _STORAGE_SHAPE + " " + _NOT_FOUND + " Next: attach_storage to mount more."
+            + _STORAGE_SHAPE
+            + " "
+            + _NOT_FOUND
+            + " Next: attach_storage to mount more."
         ),
         view=StorageViewSet,
         action="list",
@@ -268,7 +278,8 @@ register(
             "Needs the admin role. Inputs: cluster_id, name (3-32 lowercase letters, digits, dashes; unique in "
             "the cluster; also the claim name workloads mount), kind (s3 or fsx), bucket for s3 or "
             "file_system_id (fs-…) for fsx. A bucket or file system the account does not have is a validation "
-            "error naming the field. Returns at once (HTTP 202) {storage, operation}. " + _STORAGE_SHAPE
+            "error naming the field. Returns at once (HTTP 202) {storage, operation}. "
+            + _STORAGE_SHAPE
             + " Next: poll get_operation with operation.id until it is terminal; list_storage then shows the "
             "storage attached. " + _NOT_FOUND
         ),
@@ -286,7 +297,10 @@ register(
             "Unmount storage from a cluster: its volume and claim are removed; the bucket or file system and "
             "its data stay in the account. Running workloads that mount the claim lose it, so confirm with the "
             "user first. Needs the admin role. Inputs: cluster_id and storage_id (from list_storage). "
-            + _OPERATION_ACCEPTED + " " + _NOT_FOUND + " So is a storage id of another cluster."
+            + _OPERATION_ACCEPTED
+            + " "
+            + _NOT_FOUND
+            + " So is a storage id of another cluster."
         ),
         view=StorageViewSet,
         action="destroy",
@@ -350,7 +364,12 @@ _NODE_ARGS = (
 _NO_HYPERPOD = "A cluster without a HyperPod cluster yet (still creating) is a conflict error."
 _NODE_ACTION = (
     "Needs the admin role. Destructive: only on the user's explicit request, after diagnose_node. "
-    + _NODE_ARGS + _NO_HYPERPOD + " " + _OPERATION_ACCEPTED + " " + _NODE_NOT_FOUND
+    + _NODE_ARGS
+    + _NO_HYPERPOD
+    + " "
+    + _OPERATION_ACCEPTED
+    + " "
+    + _NODE_NOT_FOUND
 )
 _READ_ONLY_DIAGNOSIS = (
     "Read-only diagnostic: it only reads HyperPod and Kubernetes and never acts: it reboots, replaces or deletes "
@@ -366,7 +385,10 @@ register(
             "capacity type, zone and status. Read-only. Use it to see what capacity a cluster has before adding, "
             "scaling or deleting a group, or to find a group's name. Input: cluster_id (the cluster's id, from "
             "list_clusters). Returns {count, next, previous, results: [instance group]}; page with limit/offset. "
-            + _GROUP_SHAPE + " " + _NOT_FOUND + " Next: add_instance_group, scale_instance_group, list_nodes."
+            + _GROUP_SHAPE
+            + " "
+            + _NOT_FOUND
+            + " Next: add_instance_group, scale_instance_group, list_nodes."
         ),
         view=InstanceGroupViewSet,
         action="list",

@@ -15,6 +15,12 @@ def group_settled(cluster: Cluster, group_name: str) -> tuple[bool, str]:
     if group is None:
         return True, f"group {group_name} no longer exists"
     target = group.get("TargetCount", 0)
-    healthy = [n for n in list_nodes(cluster) if n["instance_group"] == group_name and n["status"] == "Running"
-               and n["ready"] and n["health"] == "Schedulable"]
+    healthy = [
+        n
+        for n in list_nodes(cluster)
+        if n["instance_group"] == group_name
+        and n["status"] == "Running"
+        and n["ready"]
+        and n["health"] == "Schedulable"
+    ]
     return len(healthy) >= target, f"{len(healthy)} of {target} nodes of {group_name} healthy"

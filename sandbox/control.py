@@ -37,8 +37,10 @@ class ControlApp:
         except (ValueError, KeyError, TypeError) as e:
             status, obj = 400, {"error": f"bad request: {e}"}
         body = json.dumps(obj, default=str).encode()
-        start_response(f"{status} {'OK' if status < 400 else 'Error'}",
-                       [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+        start_response(
+            f"{status} {'OK' if status < 400 else 'Error'}",
+            [("Content-Type", "application/json"), ("Content-Length", str(len(body)))],
+        )
         return [body]
 
     def route(self, environ: dict[str, Any]) -> tuple[int, Any]:
@@ -74,8 +76,14 @@ class ControlApp:
             from sandbox.aws.quotas import set_quota
 
             with world.lock:
-                set_quota(world, body["account"], body.get("region", world.region), body["service"],
-                          body["quota_code"], float(body["value"]))
+                set_quota(
+                    world,
+                    body["account"],
+                    body.get("region", world.region),
+                    body["service"],
+                    body["quota_code"],
+                    float(body["value"]),
+                )
             return 200, {"ok": True}
         if head == "speedup" and method == "POST":
             world.speedup = float(body["speedup"])

@@ -34,10 +34,13 @@ class _NullKube:
         self.clusters: dict[str, Any] = {}
 
     def wsgi(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        body = (b'{"kind":"Status","apiVersion":"v1","status":"Failure","message":"kube emulator not available",'
-                b'"reason":"ServiceUnavailable","code":503}')
-        start_response("503 Service Unavailable", [("Content-Type", "application/json"),
-                                                   ("Content-Length", str(len(body)))])
+        body = (
+            b'{"kind":"Status","apiVersion":"v1","status":"Failure","message":"kube emulator not available",'
+            b'"reason":"ServiceUnavailable","code":503}'
+        )
+        start_response(
+            "503 Service Unavailable", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+        )
         return [body]
 
     def ensure_cluster(self, key: str, version: str) -> None:
@@ -68,8 +71,9 @@ def _kube_class() -> Any:
 
         return KubeWorld
     except Exception:  # missing or broken kube half: keep the AWS half usable
-        log.warning("sandbox.kube.KubeWorld not importable; Kubernetes endpoints answer 503\n%s",
-                    traceback.format_exc(limit=2))
+        log.warning(
+            "sandbox.kube.KubeWorld not importable; Kubernetes endpoints answer 503\n%s", traceback.format_exc(limit=2)
+        )
         return _NullKube
 
 
@@ -80,8 +84,13 @@ def _default_speedup() -> float:
 class Sandbox:
     _running: Sandbox | None = None  # moto's state is per process: one running Sandbox at a time
 
-    def __init__(self, state_dir: Path | str | None = None, port: int = 0, speedup: float | None = None,
-                 region: str = "us-west-2"):
+    def __init__(
+        self,
+        state_dir: Path | str | None = None,
+        port: int = 0,
+        speedup: float | None = None,
+        region: str = "us-west-2",
+    ):
         from sandbox.aws.world import World
 
         self.state_dir = Path(state_dir) if state_dir else None
@@ -111,8 +120,10 @@ class Sandbox:
         from sandbox.aws.app import AwsApp
 
         if Sandbox._running is not None and Sandbox._running is not self:
-            raise RuntimeError(f"a Sandbox is already running in this process at {Sandbox._running.aws_endpoint}; "
-                               "moto keeps its state per process, so stop it first (or share it)")
+            raise RuntimeError(
+                f"a Sandbox is already running in this process at {Sandbox._running.aws_endpoint}; "
+                "moto keeps its state per process, so stop it first (or share it)"
+            )
         Sandbox._running = self
         try:
             self._start(BackendDict, MotoRequestHandler, make_server, AwsApp)
@@ -190,9 +201,13 @@ class Sandbox:
         return self.world.advance(real_seconds)
 
     def info(self) -> dict[str, Any]:
-        return {"aws_endpoint": self.aws_endpoint, "region": self.region,
-                "kube_endpoint_template": f"{self.aws_endpoint}/k8s/{{account}}/{{region}}/{{cluster}}",
-                "state_dir": str(self.state_dir) if self.state_dir else None, "speedup": self.world.speedup}
+        return {
+            "aws_endpoint": self.aws_endpoint,
+            "region": self.region,
+            "kube_endpoint_template": f"{self.aws_endpoint}/k8s/{{account}}/{{region}}/{{cluster}}",
+            "state_dir": str(self.state_dir) if self.state_dir else None,
+            "speedup": self.world.speedup,
+        }
 
     # ---- HTTP ---------------------------------------------------------------------------------
     def _wsgi(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:

@@ -10,8 +10,14 @@ import pytest
 CHROMIUM = "/usr/bin/chromium"
 # Headless, and quiet on a machine with no internet: no background networking or updates.
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 
 # Marks for a browser test module; Playwright's sync API runs an event loop in the test's thread,

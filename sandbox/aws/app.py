@@ -61,8 +61,13 @@ class Ctx:
     def ok(self, obj: Any, status: int = 200) -> Response:
         return json_response(obj, status, self.req.protocol)
 
-    def moto(self, method: str | None = None, path: str | None = None, body: bytes | None = None,
-             query: dict[str, str] | None = None) -> Response:
+    def moto(
+        self,
+        method: str | None = None,
+        path: str | None = None,
+        body: bytes | None = None,
+        query: dict[str, str] | None = None,
+    ) -> Response:
         """Call moto with this request, or with a variant of it (same credentials/region)."""
         env = dict(self.environ)
         data = self.req.body if body is None else body
@@ -154,8 +159,9 @@ class AwsApp:
                 return error_response(req.protocol, throttle_error(req.protocol, req.service))
             fault = world.faults.take("server_error", service=name, action=req.action, account=account)
             if fault:
-                return error_response(req.protocol,
-                                      server_error(req.protocol, req.service, int(fault.get("status", 500))))
+                return error_response(
+                    req.protocol, server_error(req.protocol, req.service, int(fault.get("status", 500)))
+                )
             handler = HANDLERS.get((req.service, req.action))
             ctx = Ctx(world, req, account, environ, self.moto_app)
             try:
@@ -176,6 +182,16 @@ class AwsApp:
                 return error_response(req.protocol, server_error(req.protocol, req.service))
 
 
-_REASONS = {200: "OK", 201: "Created", 202: "Accepted", 204: "No Content", 400: "Bad Request",
-            403: "Forbidden", 404: "Not Found", 409: "Conflict", 429: "Too Many Requests",
-            500: "Internal Server Error", 503: "Service Unavailable"}
+_REASONS = {
+    200: "OK",
+    201: "Created",
+    202: "Accepted",
+    204: "No Content",
+    400: "Bad Request",
+    403: "Forbidden",
+    404: "Not Found",
+    409: "Conflict",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}

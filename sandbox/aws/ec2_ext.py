@@ -40,7 +40,9 @@ def delete_nat(ctx: Ctx) -> Response:
         if nat is not None:  # real NAT gateways linger in "deleting" for about a minute
             nat.state = "deleting"
             ctx.world.table("nat_gateways", ctx.account, ctx.region)[nat_id] = {
-                "due": ctx.world.due("nat_gateway"), "to": "deleted"}
+                "due": ctx.world.due("nat_gateway"),
+                "to": "deleted",
+            }
     return status, [(k, v) for k, v in headers if k.lower() != "content-length"], body
 
 
@@ -48,8 +50,11 @@ def _decorate(world: World, account: str, region: str, fs: dict[str, Any]) -> No
     tbl = world.table("fsx", account, region)
     rec = tbl.get(fs["FileSystemId"])
     if rec is None:  # created some other way (e.g. CloudFormation): starts its clock now
-        rec = tbl[fs["FileSystemId"]] = {"lifecycle": "CREATING", "due": world.due("fsx_create"),
-                                         "mount_name": new_id("", 8, "abcdefghijklmnopqrstuvwxyz0123456789")}
+        rec = tbl[fs["FileSystemId"]] = {
+            "lifecycle": "CREATING",
+            "due": world.due("fsx_create"),
+            "mount_name": new_id("", 8, "abcdefghijklmnopqrstuvwxyz0123456789"),
+        }
         world.touch()
     fs["Lifecycle"] = rec["lifecycle"]
     if fs.get("FileSystemType") == "LUSTRE":

@@ -11,10 +11,19 @@ from sandbox.aws.protocol import AwsError, Response
 from sandbox.aws.world import new_id
 
 ACCESS_POLICIES = [
-    "AmazonEKSAdminPolicy", "AmazonEKSAdminViewPolicy", "AmazonEKSClusterAdminPolicy", "AmazonEKSEditPolicy",
-    "AmazonEKSViewPolicy", "AmazonEKSAutoNodePolicy", "AmazonEKSComputePolicy", "AmazonEKSLoadBalancingPolicy",
-    "AmazonEKSNetworkingPolicy", "AmazonEKSBlockStoragePolicy", "AmazonEKSHybridPolicy",
-    "AmazonSagemakerHyperpodClusterPolicy", "AmazonSagemakerHyperpodControllerPolicy",
+    "AmazonEKSAdminPolicy",
+    "AmazonEKSAdminViewPolicy",
+    "AmazonEKSClusterAdminPolicy",
+    "AmazonEKSEditPolicy",
+    "AmazonEKSViewPolicy",
+    "AmazonEKSAutoNodePolicy",
+    "AmazonEKSComputePolicy",
+    "AmazonEKSLoadBalancingPolicy",
+    "AmazonEKSNetworkingPolicy",
+    "AmazonEKSBlockStoragePolicy",
+    "AmazonEKSHybridPolicy",
+    "AmazonSagemakerHyperpodClusterPolicy",
+    "AmazonSagemakerHyperpodControllerPolicy",
     "AmazonSagemakerHyperpodSystemNamespacePolicy",
 ]
 
@@ -27,25 +36,42 @@ def _cluster(ctx: Ctx) -> tuple[str, Any]:
     name = ctx.req.path_params["name"]
     c = moto_cluster(ctx.account, ctx.region, name)
     if c is None or c.status == "DELETING":
-        raise AwsError("ResourceNotFoundException", f"No cluster found for name: {name}.", 404,
-                       {"clusterName": name})
+        raise AwsError("ResourceNotFoundException", f"No cluster found for name: {name}.", 404, {"clusterName": name})
     return name, c
 
 
 # ---- pod identity associations ---------------------------------------------------------------
-def new_pod_identity(ctx: Ctx, cluster: str, namespace: str, service_account: str, role_arn: str,
-                     extra: dict[str, Any], owner: str | None = None) -> dict[str, Any]:
+def new_pod_identity(
+    ctx: Ctx,
+    cluster: str,
+    namespace: str,
+    service_account: str,
+    role_arn: str,
+    extra: dict[str, Any],
+    owner: str | None = None,
+) -> dict[str, Any]:
     tbl = ctx.world.table("eks_pod_identity", ctx.account, ctx.region)
     for a in tbl.values():
         if a["clusterName"] == cluster and a["namespace"] == namespace and a["serviceAccount"] == service_account:
-            raise AwsError("ResourceInUseException",
-                           "Association already exists for the provided service account and namespace", 409)
+            raise AwsError(
+                "ResourceInUseException",
+                "Association already exists for the provided service account and namespace",
+                409,
+            )
     aid = new_id("a-", 17, "abcdefghijklmnopqrstuvwxyz0123456789")
     now = ctx.world.now()
-    a = {"clusterName": cluster, "namespace": namespace, "serviceAccount": service_account, "roleArn": role_arn,
-         "associationArn": f"arn:aws:eks:{ctx.region}:{ctx.account}:podidentityassociation/{cluster}/{aid}",
-         "associationId": aid, "tags": extra.get("tags") or {}, "createdAt": now, "modifiedAt": now,
-         "disableSessionTags": bool(extra.get("disableSessionTags", False))}
+    a = {
+        "clusterName": cluster,
+        "namespace": namespace,
+        "serviceAccount": service_account,
+        "roleArn": role_arn,
+        "associationArn": f"arn:aws:eks:{ctx.region}:{ctx.account}:podidentityassociation/{cluster}/{aid}",
+        "associationId": aid,
+        "tags": extra.get("tags") or {},
+        "createdAt": now,
+        "modifiedAt": now,
+        "disableSessionTags": bool(extra.get("disableSessionTags", False)),
+    }
     if owner:
         a["ownerArn"] = owner
     for k in ("targetRoleArn", "policy"):
@@ -81,8 +107,11 @@ def describe_pia(ctx: Ctx) -> Response:
 def delete_pia(ctx: Ctx) -> Response:
     cluster, a = _pia(ctx)
     if a.get("ownerArn"):
-        raise AwsError("InvalidRequestException",
-                       "Pod identity association is owned by an add-on and cannot be deleted directly", 400)
+        raise AwsError(
+            "InvalidRequestException",
+            "Pod identity association is owned by an add-on and cannot be deleted directly",
+            400,
+        )
     ctx.world.table("eks_pod_identity", ctx.account, ctx.region).pop(f"{cluster}/{a['associationId']}")
     return ctx.ok({"association": a})
 
@@ -95,8 +124,10 @@ def list_pia(ctx: Ctx) -> Response:
     for a in ctx.world.table("eks_pod_identity", ctx.account, ctx.region).values():
         if a["clusterName"] != cluster or ns and a["namespace"] != ns or sa and a["serviceAccount"] != sa:
             continue
-        out.append({k: a[k] for k in ("clusterName", "namespace", "serviceAccount", "associationArn",
-                                      "associationId") } | ({"ownerArn": a["ownerArn"]} if a.get("ownerArn") else {}))
+        out.append(
+            {k: a[k] for k in ("clusterName", "namespace", "serviceAccount", "associationArn", "associationId")}
+            | ({"ownerArn": a["ownerArn"]} if a.get("ownerArn") else {})
+        )
     return ctx.ok({"associations": out})
 
 
@@ -104,14 +135,20 @@ def list_pia(ctx: Ctx) -> Response:
 def _require_api_mode(c: Any) -> None:
     mode = (getattr(c, "access_config", None) or {}).get("authenticationMode", "API_AND_CONFIG_MAP")
     if mode not in ("API", "API_AND_CONFIG_MAP"):
-        raise AwsError("InvalidRequestException", "The cluster's authentication mode must be set to one of "
-                       "[API, API_AND_CONFIG_MAP] to perform this operation.", 400)
+        raise AwsError(
+            "InvalidRequestException",
+            "The cluster's authentication mode must be set to one of "
+            "[API, API_AND_CONFIG_MAP] to perform this operation.",
+            400,
+        )
 
 
 def _entry_arn(ctx: Ctx, cluster: str, principal: str) -> str:
     kind, _, name = principal.split(":", 5)[-1].partition("/")
-    return (f"arn:aws:eks:{ctx.region}:{ctx.account}:access-entry/{cluster}/{kind}/{ctx.account}/"
-            f"{name.rsplit('/', 1)[-1]}/{uuid.uuid4().hex[:8]}")
+    return (
+        f"arn:aws:eks:{ctx.region}:{ctx.account}:access-entry/{cluster}/{kind}/{ctx.account}/"
+        f"{name.rsplit('/', 1)[-1]}/{uuid.uuid4().hex[:8]}"
+    )
 
 
 def make_entry(ctx: Ctx, cluster: str, principal: str, p: dict[str, Any]) -> dict[str, Any]:
@@ -121,18 +158,27 @@ def make_entry(ctx: Ctx, cluster: str, principal: str, p: dict[str, Any]) -> dic
         username = f"arn:aws:sts::{ctx.account}:assumed-role/{name}/{{{{SessionName}}}}"
     else:
         username = principal
-    return {"clusterName": cluster, "principalArn": principal, "kubernetesGroups": p.get("kubernetesGroups") or [],
-            "accessEntryArn": _entry_arn(ctx, cluster, principal), "createdAt": now, "modifiedAt": now,
-            "tags": p.get("tags") or {}, "username": p.get("username") or username,
-            "type": p.get("type") or "STANDARD", "_policies": {}}
+    return {
+        "clusterName": cluster,
+        "principalArn": principal,
+        "kubernetesGroups": p.get("kubernetesGroups") or [],
+        "accessEntryArn": _entry_arn(ctx, cluster, principal),
+        "createdAt": now,
+        "modifiedAt": now,
+        "tags": p.get("tags") or {},
+        "username": p.get("username") or username,
+        "type": p.get("type") or "STANDARD",
+        "_policies": {},
+    }
 
 
 def _entries(ctx: Ctx, cluster: str) -> dict[str, Any]:
     return ctx.world.table("eks_access_entries", ctx.account, ctx.region)
 
 
-def ensure_creator_entry(ctx_world: Any, account: str, region: str, cluster: str, principal: str | None,
-                         now: float) -> None:
+def ensure_creator_entry(
+    ctx_world: Any, account: str, region: str, cluster: str, principal: str | None, now: float
+) -> None:
     """EKS gives the cluster creator an access entry with AmazonEKSClusterAdminPolicy (bootstrap)."""
     if not principal:
         return
@@ -141,14 +187,26 @@ def ensure_creator_entry(ctx_world: Any, account: str, region: str, cluster: str
     if key in tbl:
         return
     name = principal.rsplit("/", 1)[-1]
-    tbl[key] = {"clusterName": cluster, "principalArn": principal, "kubernetesGroups": [],
-                "accessEntryArn": f"arn:aws:eks:{region}:{account}:access-entry/{cluster}/role/{account}/{name}/"
-                                  f"{uuid.uuid4().hex[:8]}",
-                "createdAt": now, "modifiedAt": now, "tags": {},
-                "username": f"arn:aws:sts::{account}:assumed-role/{name}/{{{{SessionName}}}}", "type": "STANDARD",
-                "_policies": {policy_arn("AmazonEKSClusterAdminPolicy"): {
-                    "policyArn": policy_arn("AmazonEKSClusterAdminPolicy"), "accessScope": {"type": "cluster"},
-                    "associatedAt": now, "modifiedAt": now}}}
+    tbl[key] = {
+        "clusterName": cluster,
+        "principalArn": principal,
+        "kubernetesGroups": [],
+        "accessEntryArn": f"arn:aws:eks:{region}:{account}:access-entry/{cluster}/role/{account}/{name}/"
+        f"{uuid.uuid4().hex[:8]}",
+        "createdAt": now,
+        "modifiedAt": now,
+        "tags": {},
+        "username": f"arn:aws:sts::{account}:assumed-role/{name}/{{{{SessionName}}}}",
+        "type": "STANDARD",
+        "_policies": {
+            policy_arn("AmazonEKSClusterAdminPolicy"): {
+                "policyArn": policy_arn("AmazonEKSClusterAdminPolicy"),
+                "accessScope": {"type": "cluster"},
+                "associatedAt": now,
+                "modifiedAt": now,
+            }
+        },
+    }
 
 
 def _view(e: dict[str, Any]) -> dict[str, Any]:
@@ -163,8 +221,12 @@ def create_entry(ctx: Ctx) -> Response:
     principal = p["principalArn"]
     tbl = _entries(ctx, cluster)
     if f"{cluster}/{principal}" in tbl:
-        raise AwsError("ResourceInUseException", "The specified access entry resource is already in use on "
-                       "this cluster.", 409, {"clusterName": cluster})
+        raise AwsError(
+            "ResourceInUseException",
+            "The specified access entry resource is already in use on this cluster.",
+            409,
+            {"clusterName": cluster},
+        )
     e = make_entry(ctx, cluster, principal, p)
     tbl[f"{cluster}/{principal}"] = e
     return ctx.ok({"accessEntry": _view(e)})
@@ -175,9 +237,13 @@ def _entry(ctx: Ctx) -> tuple[str, dict[str, Any]]:
     principal = ctx.req.path_params["principalArn"]
     e = _entries(ctx, cluster).get(f"{cluster}/{principal}")
     if e is None:
-        raise AwsError("ResourceNotFoundException",
-                       "The specified principalArn could not be found. You can view your available access "
-                       "entries with 'list-access-entries'.", 404, {"clusterName": cluster})
+        raise AwsError(
+            "ResourceNotFoundException",
+            "The specified principalArn could not be found. You can view your available access "
+            "entries with 'list-access-entries'.",
+            404,
+            {"clusterName": cluster},
+        )
     return cluster, e
 
 
@@ -197,8 +263,11 @@ def delete_entry(ctx: Ctx) -> Response:
 def list_entries(ctx: Ctx) -> Response:
     cluster, _ = _cluster(ctx)
     pol = ctx.req.q("associatedPolicyArn")
-    out = [e["principalArn"] for k, e in _entries(ctx, cluster).items()
-           if e["clusterName"] == cluster and (not pol or pol in e["_policies"])]
+    out = [
+        e["principalArn"]
+        for k, e in _entries(ctx, cluster).items()
+        if e["clusterName"] == cluster and (not pol or pol in e["_policies"])
+    ]
     return ctx.ok({"accessEntries": sorted(out)})
 
 
@@ -211,17 +280,27 @@ def associate_policy(ctx: Ctx) -> Response:
         raise AwsError("ResourceNotFoundException", f"The specified policy {arn} could not be found.", 404)
     now = ctx.world.now()
     prev = e["_policies"].get(arn)
-    e["_policies"][arn] = {"policyArn": arn, "accessScope": p["accessScope"],
-                           "associatedAt": prev["associatedAt"] if prev else now, "modifiedAt": now}
-    return ctx.ok({"clusterName": cluster, "principalArn": e["principalArn"],
-                   "associatedAccessPolicy": e["_policies"][arn]})
+    e["_policies"][arn] = {
+        "policyArn": arn,
+        "accessScope": p["accessScope"],
+        "associatedAt": prev["associatedAt"] if prev else now,
+        "modifiedAt": now,
+    }
+    return ctx.ok(
+        {"clusterName": cluster, "principalArn": e["principalArn"], "associatedAccessPolicy": e["_policies"][arn]}
+    )
 
 
 @handles("eks", "ListAssociatedAccessPolicies")
 def list_associated(ctx: Ctx) -> Response:
     cluster, e = _entry(ctx)
-    return ctx.ok({"clusterName": cluster, "principalArn": e["principalArn"],
-                   "associatedAccessPolicies": list(e["_policies"].values())})
+    return ctx.ok(
+        {
+            "clusterName": cluster,
+            "principalArn": e["principalArn"],
+            "associatedAccessPolicies": list(e["_policies"].values()),
+        }
+    )
 
 
 @handles("eks", "DisassociateAccessPolicy")

@@ -28,12 +28,14 @@ def moto_cluster(account: str, region: str, name: str) -> Any | None:
 def require_active_cluster(ctx: Ctx, name: str) -> Any:
     cluster = moto_cluster(ctx.account, ctx.region, name)
     if cluster is None:
-        raise AwsError("ResourceNotFoundException", f"No cluster found for name: {name}.", 404,
-                       {"clusterName": name})
+        raise AwsError("ResourceNotFoundException", f"No cluster found for name: {name}.", 404, {"clusterName": name})
     if cluster.status != "ACTIVE":
-        raise AwsError("InvalidRequestException",
-                       f"Cluster '{name}' is not in ACTIVE status. Current status: {cluster.status}", 400,
-                       {"clusterName": name})
+        raise AwsError(
+            "InvalidRequestException",
+            f"Cluster '{name}' is not in ACTIVE status. Current status: {cluster.status}",
+            400,
+            {"clusterName": name},
+        )
     return cluster
 
 
@@ -69,9 +71,13 @@ def create_cluster(ctx: Ctx) -> Response:
     cluster.health = {"issues": []}
     fault = ctx.world.faults.take("create_fails", service="eks", name=name, account=ctx.account)
     meta = ctx.world.table("eks_clusters", ctx.account, ctx.region)
-    meta[name] = {"phase": "CREATING", "due": ctx.world.due("eks_cluster_create"),
-                  "fail": fault.get("message") if fault else None, "failed": bool(fault),
-                  "creator": _caller_role_arn(ctx)}
+    meta[name] = {
+        "phase": "CREATING",
+        "due": ctx.world.due("eks_cluster_create"),
+        "fail": fault.get("message") if fault else None,
+        "failed": bool(fault),
+        "creator": _caller_role_arn(ctx),
+    }
     return _describe(ctx, f"/clusters/{name}", status)
 
 
@@ -87,8 +93,9 @@ def delete_cluster(ctx: Ctx) -> Response | None:
     if cluster is None or cluster.nodegroups:
         return None  # moto answers ResourceNotFound / ResourceInUse exactly like EKS
     if cluster.status == "CREATING":
-        raise AwsError("ResourceInUseException", f"Cluster {name} is currently being created.", 409,
-                       {"clusterName": name})
+        raise AwsError(
+            "ResourceInUseException", f"Cluster {name} is currently being created.", 409, {"clusterName": name}
+        )
     if cluster.status != "DELETING":
         cluster.status = "DELETING"
         meta = ctx.world.table("eks_clusters", ctx.account, ctx.region)
@@ -110,7 +117,8 @@ def create_nodegroup(ctx: Ctx) -> Response:
     meta = ctx.world.table("eks_nodegroups", ctx.account, ctx.region)
     fault = ctx.world.faults.take("create_fails", service="eks", name=ng_name, account=ctx.account)
     meta[f"{cluster_name}/{ng_name}"] = {
-        "phase": "CREATING", "due": ctx.world.due("nodegroup_create"),
+        "phase": "CREATING",
+        "due": ctx.world.due("nodegroup_create"),
         "fail": (fault.get("message") or "Instances failed to join the kubernetes cluster") if fault else None,
     }
     return _describe(ctx, f"/clusters/{cluster_name}/node-groups/{ng_name}", status)
@@ -153,17 +161,26 @@ def update_nodegroup_config(ctx: Ctx) -> Response | None:
     meta[f"{cluster_name}/{ng_name}"] = {"phase": "UPDATING", "due": ctx.world.due("nodegroup_update")}
     from sandbox.aws.eks_updates import record_update, view
 
-    u = record_update(ctx.world, ctx.account, ctx.region, cluster_name, "ConfigUpdate",
-                      [{"type": "DesiredSize", "value": str(ng.scaling_config.get("desiredSize"))}],
-                      "nodegroup_update", nodegroup=ng_name)
+    u = record_update(
+        ctx.world,
+        ctx.account,
+        ctx.region,
+        cluster_name,
+        "ConfigUpdate",
+        [{"type": "DesiredSize", "value": str(ng.scaling_config.get("desiredSize"))}],
+        "nodegroup_update",
+        nodegroup=ng_name,
+    )
     return ctx.ok({"update": view(u)})
 
 
 def capacity_failure_message(instance_type: str, zone: str) -> str:
-    return (f"We currently do not have sufficient {instance_type} capacity in the Availability Zone you "
-            f"requested ({zone}). Our system will be working on provisioning additional capacity. You can "
-            f"currently get {instance_type} capacity by not specifying an Availability Zone in your request "
-            f"or choosing a different Availability Zone.")
+    return (
+        f"We currently do not have sufficient {instance_type} capacity in the Availability Zone you "
+        f"requested ({zone}). Our system will be working on provisioning additional capacity. You can "
+        f"currently get {instance_type} capacity by not specifying an Availability Zone in your request "
+        f"or choosing a different Availability Zone."
+    )
 
 
 def subnet_zone(account: str, region: str, subnet_id: str) -> str:
@@ -192,9 +209,19 @@ def tick_eks(world: World) -> None:
             if phase == "CREATING":
                 if m.get("failed"):
                     cluster.status = "FAILED"
-                    cluster.health = {"issues": [{"code": "InternalFailure", "message": m.get("fail") or (
-                        "Amazon EKS was unable to create the cluster control plane because of an internal "
-                        "failure. Delete the cluster and try again."), "resourceIds": [name]}]}
+                    cluster.health = {
+                        "issues": [
+                            {
+                                "code": "InternalFailure",
+                                "message": m.get("fail")
+                                or (
+                                    "Amazon EKS was unable to create the cluster control plane because of an internal "
+                                    "failure. Delete the cluster and try again."
+                                ),
+                                "resourceIds": [name],
+                            }
+                        ]
+                    }
                 else:
                     cluster.status = "ACTIVE"
                     cluster.endpoint = kube_endpoint(world, account, region, name)
@@ -236,16 +263,21 @@ def tick_eks(world: World) -> None:
                         for subnet in ng.subnets or []:
                             zone = subnet_zone(account, region, subnet)
                             f = world.faults.peek("insufficient_capacity", instance_type=itype, availability_zone=zone)
-                            f = f or world.faults.peek("insufficient_capacity", instance_type=f"ml.{itype}",
-                                                       availability_zone=zone)
+                            f = f or world.faults.peek(
+                                "insufficient_capacity", instance_type=f"ml.{itype}", availability_zone=zone
+                            )
                             if f:
                                 code = "AsgInstanceLaunchFailures"
-                                failure = ("Could not launch On-Demand Instances. InsufficientInstanceCapacity - "
-                                           + capacity_failure_message(itype, zone) + " Launching EC2 instance failed.")
+                                failure = (
+                                    "Could not launch On-Demand Instances. InsufficientInstanceCapacity - "
+                                    + capacity_failure_message(itype, zone)
+                                    + " Launching EC2 instance failed."
+                                )
                 if failure:
                     ng.status = "CREATE_FAILED"
-                    ng.health = {"issues": [{"code": code, "message": failure,
-                                             "resourceIds": [f"eks-{ng_name}-{ng.uuid}"]}]}
+                    ng.health = {
+                        "issues": [{"code": code, "message": failure, "resourceIds": [f"eks-{ng_name}-{ng.uuid}"]}]
+                    }
                     m["phase"] = "CREATE_FAILED"
                 else:
                     ng.status = "ACTIVE"
@@ -270,4 +302,3 @@ def active_clusters(world: World) -> list[tuple[str, str, str, str]]:
                 if c.status in ("ACTIVE", "UPDATING"):
                     out.append((account, region, name, str(c.version)))
     return out
-

@@ -13,17 +13,38 @@ from sandbox.aws.eks_clusters import moto_cluster, require_active_cluster
 from sandbox.aws.protocol import AwsError, Response
 from sandbox.aws.world import World
 
-VERSIONS = [("1.33", "STANDARD_SUPPORT", True), ("1.32", "STANDARD_SUPPORT", False),
-            ("1.31", "STANDARD_SUPPORT", False), ("1.30", "EXTENDED_SUPPORT", False),
-            ("1.29", "EXTENDED_SUPPORT", False)]
+VERSIONS = [
+    ("1.33", "STANDARD_SUPPORT", True),
+    ("1.32", "STANDARD_SUPPORT", False),
+    ("1.31", "STANDARD_SUPPORT", False),
+    ("1.30", "EXTENDED_SUPPORT", False),
+    ("1.29", "EXTENDED_SUPPORT", False),
+]
 
 
-def record_update(world: World, account: str, region: str, cluster: str, utype: str,
-                  params: list[dict[str, str]], duration_key: str, nodegroup: str | None = None,
-                  addon: str | None = None) -> dict[str, Any]:
-    u = {"id": str(uuid.uuid4()), "status": "InProgress", "type": utype, "params": params,
-         "createdAt": world.now(), "errors": [], "_cluster": cluster, "_nodegroup": nodegroup, "_addon": addon,
-         "_due": world.due(duration_key)}
+def record_update(
+    world: World,
+    account: str,
+    region: str,
+    cluster: str,
+    utype: str,
+    params: list[dict[str, str]],
+    duration_key: str,
+    nodegroup: str | None = None,
+    addon: str | None = None,
+) -> dict[str, Any]:
+    u = {
+        "id": str(uuid.uuid4()),
+        "status": "InProgress",
+        "type": utype,
+        "params": params,
+        "createdAt": world.now(),
+        "errors": [],
+        "_cluster": cluster,
+        "_nodegroup": nodegroup,
+        "_addon": addon,
+        "_due": world.due(duration_key),
+    }
     world.table("eks_updates", account, region)[f"{cluster}/{u['id']}"] = u
     return u
 
@@ -41,12 +62,22 @@ def update_cluster_version(ctx: Ctx) -> Response:
     if version not in known:
         raise AwsError("InvalidParameterException", f"unsupported Kubernetes version {version}", 400)
     if known.index(version) != known.index(str(cluster.version)) - 1:
-        raise AwsError("InvalidParameterException", f"Unsupported Kubernetes minor version update from "
-                       f"{cluster.version} to {version}", 400, {"clusterName": name})
+        raise AwsError(
+            "InvalidParameterException",
+            f"Unsupported Kubernetes minor version update from {cluster.version} to {version}",
+            400,
+            {"clusterName": name},
+        )
     cluster.status = "UPDATING"
-    u = record_update(ctx.world, ctx.account, ctx.region, name, "VersionUpdate",
-                      [{"type": "Version", "value": version},
-                       {"type": "PlatformVersion", "value": "eks.1"}], "eks_cluster_update")
+    u = record_update(
+        ctx.world,
+        ctx.account,
+        ctx.region,
+        name,
+        "VersionUpdate",
+        [{"type": "Version", "value": version}, {"type": "PlatformVersion", "value": "eks.1"}],
+        "eks_cluster_update",
+    )
     u["_version"] = version
     return ctx.ok({"update": view(u)})
 
@@ -57,8 +88,12 @@ def _find(ctx: Ctx) -> dict[str, Any]:
         raise AwsError("ResourceNotFoundException", f"No cluster found for name: {name}.", 404, {"clusterName": name})
     u = ctx.world.table("eks_updates", ctx.account, ctx.region).get(f"{name}/{ctx.req.path_params['updateId']}")
     if u is None:
-        raise AwsError("ResourceNotFoundException", f"No update found for ID: {ctx.req.path_params['updateId']}",
-                       404, {"clusterName": name})
+        raise AwsError(
+            "ResourceNotFoundException",
+            f"No update found for ID: {ctx.req.path_params['updateId']}",
+            404,
+            {"clusterName": name},
+        )
     return u
 
 
@@ -73,9 +108,11 @@ def list_updates(ctx: Ctx) -> Response:
     if moto_cluster(ctx.account, ctx.region, name) is None:
         raise AwsError("ResourceNotFoundException", f"No cluster found for name: {name}.", 404, {"clusterName": name})
     ng, addon = ctx.req.q("nodegroupName"), ctx.req.q("addonName")
-    ids = [u["id"] for u in sorted(ctx.world.table("eks_updates", ctx.account, ctx.region).values(),
-                                    key=lambda u: u["createdAt"])
-           if u["_cluster"] == name and u["_nodegroup"] == ng and u["_addon"] == addon]
+    ids = [
+        u["id"]
+        for u in sorted(ctx.world.table("eks_updates", ctx.account, ctx.region).values(), key=lambda u: u["createdAt"])
+        if u["_cluster"] == name and u["_nodegroup"] == ng and u["_addon"] == addon
+    ]
     return ctx.ok({"updateIds": ids})
 
 
@@ -86,9 +123,17 @@ def describe_cluster_versions(ctx: Ctx) -> Response:
     for v, status, default in VERSIONS:
         if wanted and v not in wanted or ctx.req.q("defaultOnly") == "true" and not default:
             continue
-        out.append({"clusterVersion": v, "clusterType": "eks", "defaultPlatformVersion": "eks.1",
-                    "defaultVersion": default, "status": status.lower().replace("_", "-"), "versionStatus": status,
-                    "kubernetesPatchVersion": f"{v}.4"})
+        out.append(
+            {
+                "clusterVersion": v,
+                "clusterType": "eks",
+                "defaultPlatformVersion": "eks.1",
+                "defaultVersion": default,
+                "status": status.lower().replace("_", "-"),
+                "versionStatus": status,
+                "kubernetesPatchVersion": f"{v}.4",
+            }
+        )
     return ctx.ok({"clusterVersions": out})
 
 
@@ -99,12 +144,25 @@ def describe_addon_configuration(ctx: Ctx) -> Response:
     name = ctx.req.q("addonName") or ""
     if name not in CATALOG:
         raise AwsError("ResourceNotFoundException", f"Addon {name} not found", 404)
-    schema = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
-              "additionalProperties": True, "properties": {
-                  "resources": {"type": "object"}, "tolerations": {"type": "array"},
-                  "nodeSelector": {"type": "object"}, "replicaCount": {"type": "integer"}}}
-    return ctx.ok({"addonName": name, "addonVersion": ctx.req.q("addonVersion"),
-                   "configurationSchema": json.dumps(schema), "podIdentityConfiguration": []})
+    schema = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "additionalProperties": True,
+        "properties": {
+            "resources": {"type": "object"},
+            "tolerations": {"type": "array"},
+            "nodeSelector": {"type": "object"},
+            "replicaCount": {"type": "integer"},
+        },
+    }
+    return ctx.ok(
+        {
+            "addonName": name,
+            "addonVersion": ctx.req.q("addonVersion"),
+            "configurationSchema": json.dumps(schema),
+            "podIdentityConfiguration": [],
+        }
+    )
 
 
 @handles("eks", "UpdateAccessEntry")

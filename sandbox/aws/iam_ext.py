@@ -49,9 +49,21 @@ def _seed_from(ctx: Ctx, text: str) -> None:
         ensure_managed_policy(ctx.account, arn)
 
 
-@handles("iam", "AttachRolePolicy", "DetachRolePolicy", "AttachUserPolicy", "DetachUserPolicy",
-         "AttachGroupPolicy", "DetachGroupPolicy", "GetPolicy", "GetPolicyVersion", "ListEntitiesForPolicy",
-         "ListPolicyVersions", "PutRolePermissionsBoundary", "CreateRole")
+@handles(
+    "iam",
+    "AttachRolePolicy",
+    "DetachRolePolicy",
+    "AttachUserPolicy",
+    "DetachUserPolicy",
+    "AttachGroupPolicy",
+    "DetachGroupPolicy",
+    "GetPolicy",
+    "GetPolicyVersion",
+    "ListEntitiesForPolicy",
+    "ListPolicyVersions",
+    "PutRolePermissionsBoundary",
+    "CreateRole",
+)
 def iam_policy_arn(ctx: Ctx) -> None:
     _seed_from(ctx, unquote(ctx.req.body.decode("utf-8", "replace")))
     return None

@@ -63,18 +63,37 @@ def nodegroup_nodes(account: str, region: str, cluster_name: str) -> list[dict[s
             subnet = subnets[i % len(subnets)]
             zone = subnet_zone(account, region, subnet) if subnet else f"{region}a"
             labels = dict(ng.labels or {})
-            labels.update({
-                "node.kubernetes.io/instance-type": itype, "topology.kubernetes.io/zone": zone,
-                "topology.kubernetes.io/region": region, "eks.amazonaws.com/nodegroup": ng.nodegroup_name,
-                "eks.amazonaws.com/capacityType": ng.capacity_type,
-            })
-            out.append({
-                "name": f"ip-{ip.replace('.', '-')}.{region}.compute.internal", "instance_id": "i-" + h[4:21],
-                "instance_group": ng.nodegroup_name, "instance_type": itype, "zone": zone,
-                "capacity_type": ng.capacity_type, "labels": labels,
-                "taints": [{"key": t.get("key"), "value": t.get("value", ""),
-                            "effect": _EFFECTS.get(t.get("effect"), "NoSchedule")} for t in ng.taints or []],
-                "gpus": hw["gpus"], "efa": hw["efa"], "cpu": hw["cpu"], "memory_gib": hw["memory_gib"],
-                "ready": True,
-            })
+            labels.update(
+                {
+                    "node.kubernetes.io/instance-type": itype,
+                    "topology.kubernetes.io/zone": zone,
+                    "topology.kubernetes.io/region": region,
+                    "eks.amazonaws.com/nodegroup": ng.nodegroup_name,
+                    "eks.amazonaws.com/capacityType": ng.capacity_type,
+                }
+            )
+            out.append(
+                {
+                    "name": f"ip-{ip.replace('.', '-')}.{region}.compute.internal",
+                    "instance_id": "i-" + h[4:21],
+                    "instance_group": ng.nodegroup_name,
+                    "instance_type": itype,
+                    "zone": zone,
+                    "capacity_type": ng.capacity_type,
+                    "labels": labels,
+                    "taints": [
+                        {
+                            "key": t.get("key"),
+                            "value": t.get("value", ""),
+                            "effect": _EFFECTS.get(t.get("effect"), "NoSchedule"),
+                        }
+                        for t in ng.taints or []
+                    ],
+                    "gpus": hw["gpus"],
+                    "efa": hw["efa"],
+                    "cpu": hw["cpu"],
+                    "memory_gib": hw["memory_gib"],
+                    "ready": True,
+                }
+            )
     return out

@@ -76,8 +76,10 @@ def _rest_routes(model_name: str) -> list[_Route]:
         headers: tuple[str, ...] = ()
         if op.input_shape is not None:
             headers = tuple(
-                str(m.serialization.get("name", n)).lower() for n, m in op.input_shape.members.items()
-                if m.serialization.get("location") == "header" and n in op.input_shape.required_members)
+                str(m.serialization.get("name", n)).lower()
+                for n, m in op.input_shape.members.items()
+                if m.serialization.get("location") == "header" and n in op.input_shape.required_members
+            )
         uri: str = http.get("requestUri", "/")
         path, _, query = uri.partition("?")
         literals: dict[str, str | None] = {}
@@ -97,14 +99,23 @@ def _rest_routes(model_name: str) -> list[_Route]:
                 specificity += len(piece)
         pattern = pattern.rstrip("/") if pattern != "/" else pattern
         regex = re.compile("^" + pattern + "/?$")
-        routes.append(_Route(op_name, http.get("method", "POST"), regex, literals,
-                             specificity + 10 * len(literals) + 10 * len(headers), headers))
+        routes.append(
+            _Route(
+                op_name,
+                http.get("method", "POST"),
+                regex,
+                literals,
+                specificity + 10 * len(literals) + 10 * len(headers),
+                headers,
+            )
+        )
     routes.sort(key=lambda r: -r.specificity)
     return routes
 
 
-def match_rest(model_name: str, method: str, raw_path: str, query: dict[str, list[str]],
-               headers: dict[str, str] | None = None) -> tuple[str, dict[str, str]] | None:
+def match_rest(
+    model_name: str, method: str, raw_path: str, query: dict[str, list[str]], headers: dict[str, str] | None = None
+) -> tuple[str, dict[str, str]] | None:
     for route in _rest_routes(model_name):
         if route.method != method:
             continue
@@ -218,20 +229,24 @@ def error_response(protocol: str, err: AwsError) -> Response:
     rid = str(uuid.uuid4())
     if protocol in ("json", "rest-json"):
         body = {"__type": err.code, "message": err.message, "Message": err.message, **err.extra}
-        return err.status, [
-            ("Content-Type", "application/x-amz-json-1.1" if protocol == "json" else "application/json"),
-            ("x-amzn-RequestId", rid),
-            ("x-amzn-ErrorType", err.code),
-        ], json.dumps(body).encode()
+        return (
+            err.status,
+            [
+                ("Content-Type", "application/x-amz-json-1.1" if protocol == "json" else "application/json"),
+                ("x-amzn-RequestId", rid),
+                ("x-amzn-ErrorType", err.code),
+            ],
+            json.dumps(body).encode(),
+        )
     if protocol == "ec2":
         xml = (
-            f"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error><Code>{err.code}</Code>"
+            f'<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error><Code>{err.code}</Code>'
             f"<Message>{_x(err.message)}</Message></Error></Errors><RequestID>{rid}</RequestID></Response>"
         )
         return err.status, [("Content-Type", "text/xml")], xml.encode()
     if protocol == "rest-xml":
         xml = (
-            f"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>{err.code}</Code>"
+            f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{err.code}</Code>'
             f"<Message>{_x(err.message)}</Message><RequestId>{rid}</RequestId></Error>"
         )
         return err.status, [("Content-Type", "application/xml")], xml.encode()
@@ -263,12 +278,16 @@ def throttle_error(protocol: str, service: str) -> AwsError:
 
 def server_error(protocol: str, service: str, status: int = 500) -> AwsError:
     if status == 503:
-        code = "ServiceUnavailableException" if service == "eks" else (
-            "Unavailable" if protocol == "ec2" else "ServiceUnavailable")
+        code = (
+            "ServiceUnavailableException"
+            if service == "eks"
+            else ("Unavailable" if protocol == "ec2" else "ServiceUnavailable")
+        )
         return AwsError(code, "Service is unavailable. Please try again later.", 503)
     if service == "eks":
         return AwsError("ServerException", "An internal error occurred. Please try again.", 500)
     if protocol == "ec2":
         return AwsError("InternalError", "An internal error has occurred.", 500)
-    return AwsError("InternalFailure", "The request processing has failed because of an unknown error, "
-                    "exception or failure.", 500)
+    return AwsError(
+        "InternalFailure", "The request processing has failed because of an unknown error, exception or failure.", 500
+    )

@@ -20,12 +20,37 @@ _EC2 = [
     ("L-34B43A08", "All Standard (A, C, D, H, I, M, R, T, Z) Spot Instance Requests", 1152.0),
     ("L-3819A6DF", "All G and VT Spot Instance Requests", 384.0),
 ]
-_SM_TYPES = ["ml.p4d.24xlarge", "ml.p4de.24xlarge", "ml.p5.48xlarge", "ml.p5e.48xlarge", "ml.p5en.48xlarge",
-             "ml.p6-b200.48xlarge", "ml.trn1.32xlarge", "ml.trn2.48xlarge", "ml.g5.xlarge", "ml.g5.2xlarge",
-             "ml.g5.4xlarge", "ml.g5.8xlarge", "ml.g5.12xlarge", "ml.g5.24xlarge", "ml.g5.48xlarge",
-             "ml.g6.xlarge", "ml.g6.12xlarge", "ml.g6.48xlarge", "ml.g6e.xlarge", "ml.g6e.12xlarge",
-             "ml.g6e.48xlarge", "ml.m5.xlarge", "ml.m5.2xlarge", "ml.m5.4xlarge", "ml.m5.12xlarge",
-             "ml.c5.xlarge", "ml.c5.4xlarge", "ml.t3.medium", "ml.t3.large"]
+_SM_TYPES = [
+    "ml.p4d.24xlarge",
+    "ml.p4de.24xlarge",
+    "ml.p5.48xlarge",
+    "ml.p5e.48xlarge",
+    "ml.p5en.48xlarge",
+    "ml.p6-b200.48xlarge",
+    "ml.trn1.32xlarge",
+    "ml.trn2.48xlarge",
+    "ml.g5.xlarge",
+    "ml.g5.2xlarge",
+    "ml.g5.4xlarge",
+    "ml.g5.8xlarge",
+    "ml.g5.12xlarge",
+    "ml.g5.24xlarge",
+    "ml.g5.48xlarge",
+    "ml.g6.xlarge",
+    "ml.g6.12xlarge",
+    "ml.g6.48xlarge",
+    "ml.g6e.xlarge",
+    "ml.g6e.12xlarge",
+    "ml.g6e.48xlarge",
+    "ml.m5.xlarge",
+    "ml.m5.2xlarge",
+    "ml.m5.4xlarge",
+    "ml.m5.12xlarge",
+    "ml.c5.xlarge",
+    "ml.c5.4xlarge",
+    "ml.t3.medium",
+    "ml.t3.large",
+]
 
 
 def _sm_quotas() -> list[tuple[str, str, float]]:
@@ -36,17 +61,21 @@ def _sm_quotas() -> list[tuple[str, str, float]]:
         out.append((f"L-{0x5A0000 + 2 * i + 1:06X}00", f"{t} for training job usage", 2.0 if big else 8.0))
     out.append(("L-3A7B5C1D", "Maximum number of instances per cluster", 100.0))
     out.append(("L-3A7B5C1E", "Total number of instances allowed across SageMaker HyperPod clusters", 100.0))
-    out.append(("L-3A7B5C1F", "Maximum size of EBS volume in GB for a SageMaker HyperPod cluster instance",
-                16384.0))
+    out.append(("L-3A7B5C1F", "Maximum size of EBS volume in GB for a SageMaker HyperPod cluster instance", 16384.0))
     return out
 
 
 _CATALOG: dict[str, tuple[str, list[tuple[str, str, float]]]] = {
     "ec2": ("Amazon Elastic Compute Cloud (Amazon EC2)", _EC2),
     "sagemaker": ("Amazon SageMaker", _sm_quotas()),
-    "eks": ("Amazon Elastic Kubernetes Service (Amazon EKS)", [
-        ("L-1194D53C", "Clusters", 100.0), ("L-6D54EA21", "Managed node groups per cluster", 30.0),
-        ("L-BD136A63", "Nodes per managed node group", 450.0)]),
+    "eks": (
+        "Amazon Elastic Kubernetes Service (Amazon EKS)",
+        [
+            ("L-1194D53C", "Clusters", 100.0),
+            ("L-6D54EA21", "Managed node groups per cluster", 30.0),
+            ("L-BD136A63", "Nodes per managed node group", 450.0),
+        ],
+    ),
     "fsx": ("Amazon FSx", [("L-1F2B2B2D", "Lustre Persistent_2 storage capacity per file system", 100800.0)]),
 }
 
@@ -64,10 +93,18 @@ def _quota(ctx: Ctx, service: str, code: str, name: str, value: float) -> dict[s
     overrides = ctx.world.table("quota_overrides", ctx.account, ctx.region)
     value = overrides.get(f"{service}/{code}", value)
     unit = "None"
-    return {"ServiceCode": service, "ServiceName": _CATALOG[service][0],
-            "QuotaArn": f"arn:aws:servicequotas:{ctx.region}:{ctx.account}:{service}/{code}",
-            "QuotaCode": code, "QuotaName": name, "Value": value, "Unit": unit, "Adjustable": True,
-            "GlobalQuota": False, "QuotaAppliedAtLevel": "ACCOUNT"}
+    return {
+        "ServiceCode": service,
+        "ServiceName": _CATALOG[service][0],
+        "QuotaArn": f"arn:aws:servicequotas:{ctx.region}:{ctx.account}:{service}/{code}",
+        "QuotaCode": code,
+        "QuotaName": name,
+        "Value": value,
+        "Unit": unit,
+        "Adjustable": True,
+        "GlobalQuota": False,
+        "QuotaAppliedAtLevel": "ACCOUNT",
+    }
 
 
 @handles("servicequotas", "GetServiceQuota", "GetAWSDefaultServiceQuota")
@@ -78,8 +115,9 @@ def get_quota(ctx: Ctx) -> Response | None:
     for c, name, value in _CATALOG[service][1]:
         if c == code:
             return ctx.ok({"Quota": _quota(ctx, service, c, name, value)})
-    raise AwsError("NoSuchResourceException", f"The request failed because the specified quota {code} doesn't exist.",
-                   400)
+    raise AwsError(
+        "NoSuchResourceException", f"The request failed because the specified quota {code} doesn't exist.", 400
+    )
 
 
 @handles("servicequotas", "ListServiceQuotas", "ListAWSDefaultServiceQuotas")
@@ -87,11 +125,14 @@ def list_quotas(ctx: Ctx) -> Response | None:
     service = ctx.params.get("ServiceCode")
     if service not in _CATALOG:
         return None
-    items = [_quota(ctx, service, c, n, v) for c, n, v in _CATALOG[service][1]
-             if not ctx.params.get("QuotaCode") or c == ctx.params["QuotaCode"]]
+    items = [
+        _quota(ctx, service, c, n, v)
+        for c, n, v in _CATALOG[service][1]
+        if not ctx.params.get("QuotaCode") or c == ctx.params["QuotaCode"]
+    ]
     start = int(ctx.params.get("NextToken") or 0)
     size = int(ctx.params.get("MaxResults") or 100)
-    page = items[start:start + size]
+    page = items[start : start + size]
     out: dict[str, Any] = {"Quotas": page}
     if start + size < len(items):
         out["NextToken"] = str(start + size)

@@ -34,10 +34,24 @@ def _lookup(ctx: Ctx, name_or_arn: str) -> dict[str, Any]:
     return c
 
 
-def _event(world: World, c: dict[str, Any], desc: str, level: str = "Info", rtype: str = "Cluster",
-           group: str | None = None, instance: str | None = None) -> None:
-    ev = {"EventId": str(uuid.uuid4()), "ClusterArn": c["ClusterArn"], "ClusterName": c["ClusterName"],
-          "ResourceType": rtype, "EventTime": world.now(), "Description": desc, "EventLevel": level}
+def _event(
+    world: World,
+    c: dict[str, Any],
+    desc: str,
+    level: str = "Info",
+    rtype: str = "Cluster",
+    group: str | None = None,
+    instance: str | None = None,
+) -> None:
+    ev = {
+        "EventId": str(uuid.uuid4()),
+        "ClusterArn": c["ClusterArn"],
+        "ClusterName": c["ClusterName"],
+        "ResourceType": rtype,
+        "EventTime": world.now(),
+        "Description": desc,
+        "EventLevel": level,
+    }
     if group:
         ev["InstanceGroupName"] = group
     if instance:
@@ -63,8 +77,11 @@ def _validate_role(ctx: Ctx, role_arn: str) -> None:
     name = role_arn.rsplit("/", 1)[-1]
     iam = iam_backends[ctx.account]["aws"]
     if not any(r.name == name for r in iam.roles.values()):
-        raise AwsError("ValidationException", f"Role {role_arn} does not exist or is not assumable by "
-                       "SageMaker. Please provide a valid execution role.", 400)
+        raise AwsError(
+            "ValidationException",
+            f"Role {role_arn} does not exist or is not assumable by SageMaker. Please provide a valid execution role.",
+            400,
+        )
 
 
 def _validate_vpc(ctx: Ctx, vpc: dict[str, Any] | None) -> None:
@@ -77,8 +94,9 @@ def _validate_vpc(ctx: Ctx, vpc: dict[str, Any] | None) -> None:
         try:
             ec2.get_subnet(subnet)
         except Exception:
-            raise AwsError("ValidationException", f"Subnet {subnet} does not exist in the account's "
-                           f"{ctx.region} region.", 400)
+            raise AwsError(
+                "ValidationException", f"Subnet {subnet} does not exist in the account's {ctx.region} region.", 400
+            )
     known = {g.id for g in ec2.describe_security_groups()}
     for sg in vpc.get("SecurityGroupIds") or []:
         if sg not in known:
@@ -87,12 +105,12 @@ def _validate_vpc(ctx: Ctx, vpc: dict[str, Any] | None) -> None:
 
 def _subnets(c: dict[str, Any], g: dict[str, Any]) -> list[str]:
     spec = g["spec"]
-    return list((spec.get("OverrideVpcConfig") or {}).get("Subnets") or (c.get("VpcConfig") or {}).get("Subnets")
-                or [])
+    return list((spec.get("OverrideVpcConfig") or {}).get("Subnets") or (c.get("VpcConfig") or {}).get("Subnets") or [])
 
 
-def _capacity_fault(world: World, account: str, region: str, c: dict[str, Any], g: dict[str, Any]
-                    ) -> tuple[list[str], str | None]:
+def _capacity_fault(
+    world: World, account: str, region: str, c: dict[str, Any], g: dict[str, Any]
+) -> tuple[list[str], str | None]:
     """Subnets a group can launch in, and the failure message when it can launch nowhere."""
     itype = g["spec"].get("InstanceType", "")
     subnets = _subnets(c, g) or [""]
@@ -106,23 +124,45 @@ def _capacity_fault(world: World, account: str, region: str, c: dict[str, Any], 
             ok.append(s)
     if ok:
         return ok, None
-    return [], (f"Instance group {g['spec']['InstanceGroupName']} failed to provision {itype} instances: "
-                + capacity_failure_message(itype, bad_zone or "") +
-                " (Service: AmazonEC2; Status Code: 500; Error Code: InsufficientInstanceCapacity)")
+    return [], (
+        f"Instance group {g['spec']['InstanceGroupName']} failed to provision {itype} instances: "
+        + capacity_failure_message(itype, bad_zone or "")
+        + " (Service: AmazonEC2; Status Code: 500; Error Code: InsufficientInstanceCapacity)"
+    )
 
 
-def _new_node(world: World, account: str, region: str, c: dict[str, Any], g: dict[str, Any], subnet: str,
-              start: float, ready_at: float, logical_id: str | None = None) -> dict[str, Any]:
+def _new_node(
+    world: World,
+    account: str,
+    region: str,
+    c: dict[str, Any],
+    g: dict[str, Any],
+    subnet: str,
+    start: float,
+    ready_at: float,
+    logical_id: str | None = None,
+) -> dict[str, Any]:
     iid = new_id("i-", 17)
     zone = subnet_zone(account, region, subnet) if subnet else f"{region}a"
     spec = g["spec"]
     octet = int(iid[-4:], 16)
     node = {
-        "InstanceId": iid, "InstanceGroupName": spec["InstanceGroupName"], "InstanceType": spec["InstanceType"],
-        "LaunchTime": start, "Status": "Pending", "Message": "", "NodeLogicalId": logical_id or str(uuid.uuid4()),
-        "_subnet": subnet, "_zone": zone, "_ready_at": ready_at,
+        "InstanceId": iid,
+        "InstanceGroupName": spec["InstanceGroupName"],
+        "InstanceType": spec["InstanceType"],
+        "LaunchTime": start,
+        "Status": "Pending",
+        "Message": "",
+        "NodeLogicalId": logical_id or str(uuid.uuid4()),
+        "_subnet": subnet,
+        "_zone": zone,
+        "_ready_at": ready_at,
         "_dhc_at": start + (ready_at - start) * 0.6 if spec.get("OnStartDeepHealthChecks") else None,
-        "_health": "Schedulable", "_dhc": None, "_fault": None, "_op": None, "_op_due": None,
+        "_health": "Schedulable",
+        "_dhc": None,
+        "_fault": None,
+        "_op": None,
+        "_op_due": None,
         "PrivatePrimaryIp": f"10.1.{octet // 256 % 256}.{octet % 256}",
         "CapacityType": "Spot" if "Spot" in (spec.get("CapacityRequirements") or {}) else "OnDemand",
     }
@@ -131,8 +171,9 @@ def _new_node(world: World, account: str, region: str, c: dict[str, Any], g: dic
     return node
 
 
-def _launch_nodes(world: World, account: str, region: str, c: dict[str, Any], g: dict[str, Any], count: int,
-                  duration: float) -> str | None:
+def _launch_nodes(
+    world: World, account: str, region: str, c: dict[str, Any], g: dict[str, Any], count: int, duration: float
+) -> str | None:
     """Schedule `count` new nodes over `duration` seconds; returns a failure message on no capacity."""
     if count <= 0:
         return None
@@ -159,8 +200,10 @@ def _group_view(c: dict[str, Any], g: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "CurrentCount": sum(1 for n in nodes if n["Status"] == "Running"),
         "TargetCount": spec.get("InstanceCount", 0),
-        "InstanceGroupName": name, "InstanceType": spec.get("InstanceType"),
-        "ExecutionRole": spec.get("ExecutionRole"), "ThreadsPerCore": spec.get("ThreadsPerCore", 1),
+        "InstanceGroupName": name,
+        "InstanceType": spec.get("InstanceType"),
+        "ExecutionRole": spec.get("ExecutionRole"),
+        "ThreadsPerCore": spec.get("ThreadsPerCore", 1),
         "Status": g["Status"],
         "CurrentImageReleaseVersion": c.get("_image", IMAGE_RELEASE),
         "DesiredImageReleaseVersion": c.get("_image", IMAGE_RELEASE),
@@ -168,16 +211,28 @@ def _group_view(c: dict[str, Any], g: dict[str, Any]) -> dict[str, Any]:
     }
     if "MinInstanceCount" in spec:
         out["MinCount"] = spec["MinInstanceCount"]
-    for k in ("LifeCycleConfig", "InstanceStorageConfigs", "OnStartDeepHealthChecks", "TrainingPlanArn",
-              "OverrideVpcConfig", "ScheduledUpdateConfig", "CapacityRequirements", "NetworkInterface"):
+    for k in (
+        "LifeCycleConfig",
+        "InstanceStorageConfigs",
+        "OnStartDeepHealthChecks",
+        "TrainingPlanArn",
+        "OverrideVpcConfig",
+        "ScheduledUpdateConfig",
+        "CapacityRequirements",
+        "NetworkInterface",
+    ):
         if k in spec:
             out[k] = spec[k]
     if spec.get("TrainingPlanArn"):
         out["TrainingPlanStatus"] = "Active"
     kc = spec.get("KubernetesConfig")
     if kc:
-        out["KubernetesConfig"] = {"CurrentLabels": kc.get("Labels", {}), "DesiredLabels": kc.get("Labels", {}),
-                                   "CurrentTaints": kc.get("Taints", []), "DesiredTaints": kc.get("Taints", [])}
+        out["KubernetesConfig"] = {
+            "CurrentLabels": kc.get("Labels", {}),
+            "DesiredLabels": kc.get("Labels", {}),
+            "CurrentTaints": kc.get("Taints", []),
+            "DesiredTaints": kc.get("Taints", []),
+        }
     return out
 
 
@@ -185,8 +240,10 @@ def _describe(c: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in c.items() if not k.startswith("_")}
     out["InstanceGroups"] = [_group_view(c, g) for g in c["_groups"].values()]
     if c.get("AutoScaling"):
-        out["AutoScaling"] = {**c["AutoScaling"], "Status": "InService" if c["ClusterStatus"] != "Creating"
-                              else "Creating"}
+        out["AutoScaling"] = {
+            **c["AutoScaling"],
+            "Status": "InService" if c["ClusterStatus"] != "Creating" else "Creating",
+        }
     return out
 
 
@@ -204,8 +261,11 @@ def create_cluster(ctx: Ctx) -> Response:
         if eks is None:
             raise AwsError("ValidationException", f"The EKS cluster {eks_arn} does not exist.", 400)
         if eks.status != "ACTIVE":
-            raise AwsError("ValidationException", f"The EKS cluster {eks_arn} is not in ACTIVE state "
-                           f"(current state: {eks.status}).", 400)
+            raise AwsError(
+                "ValidationException",
+                f"The EKS cluster {eks_arn} is not in ACTIVE state (current state: {eks.status}).",
+                400,
+            )
     _validate_vpc(ctx, p.get("VpcConfig"))
     groups = p.get("InstanceGroups") or []
     seen = set()
@@ -214,8 +274,9 @@ def create_cluster(ctx: Ctx) -> Response:
             raise AwsError("ValidationException", f"Duplicate instance group name {g['InstanceGroupName']}.", 400)
         seen.add(g["InstanceGroupName"])
         if not g.get("InstanceType"):
-            raise AwsError("ValidationException", "InstanceType is required for instance group "
-                           f"{g['InstanceGroupName']}.", 400)
+            raise AwsError(
+                "ValidationException", f"InstanceType is required for instance group {g['InstanceGroupName']}.", 400
+            )
         _validate_role(ctx, g["ExecutionRole"])
         _validate_vpc(ctx, g.get("OverrideVpcConfig"))
         if g.get("TrainingPlanArn"):
@@ -223,19 +284,34 @@ def create_cluster(ctx: Ctx) -> Response:
     now = ctx.world.now()
     c: dict[str, Any] = {
         "ClusterArn": f"arn:aws:sagemaker:{ctx.region}:{ctx.account}:cluster/{new_id('', 12, _ALNUM)}",
-        "ClusterName": name, "ClusterStatus": "Creating", "CreationTime": now,
-        "_groups": {}, "_nodes": {}, "_events": [], "_op": "create", "_due": ctx.world.due("hp_create"),
+        "ClusterName": name,
+        "ClusterStatus": "Creating",
+        "CreationTime": now,
+        "_groups": {},
+        "_nodes": {},
+        "_events": [],
+        "_op": "create",
+        "_due": ctx.world.due("hp_create"),
         "_tags": p.get("Tags") or [],
     }
-    for k in ("VpcConfig", "Orchestrator", "NodeRecovery", "NodeProvisioningMode", "AutoScaling",
-              "TieredStorageConfig", "ClusterRole", "RestrictedInstanceGroups"):
+    for k in (
+        "VpcConfig",
+        "Orchestrator",
+        "NodeRecovery",
+        "NodeProvisioningMode",
+        "AutoScaling",
+        "TieredStorageConfig",
+        "ClusterRole",
+        "RestrictedInstanceGroups",
+    ):
         if k in p:
             c[k] = copy.deepcopy(p[k])
     c.setdefault("NodeRecovery", "Automatic")
     fault = ctx.world.faults.take("create_fails", service="sagemaker", name=name, account=ctx.account)
     if fault:
-        c["_fail"] = fault.get("message") or ("An internal error occurred while creating the cluster. "
-                                              "Please delete the cluster and try again.")
+        c["_fail"] = fault.get("message") or (
+            "An internal error occurred while creating the cluster. Please delete the cluster and try again."
+        )
     duration = c["_due"] - now
     for raw in groups:
         g = {"spec": _group_spec(raw), "Status": "Creating"}
@@ -260,16 +336,20 @@ def list_clusters(ctx: Ctx) -> Response:
     if p.get("NameContains"):
         items = [c for c in items if p["NameContains"] in c["ClusterName"]]
     if p.get("TrainingPlanArn"):
-        items = [c for c in items if any(g["spec"].get("TrainingPlanArn") == p["TrainingPlanArn"]
-                                         for g in c["_groups"].values())]
+        items = [
+            c
+            for c in items
+            if any(g["spec"].get("TrainingPlanArn") == p["TrainingPlanArn"] for g in c["_groups"].values())
+        ]
     key = "ClusterName" if p.get("SortBy") == "NAME" else "CreationTime"
     items.sort(key=lambda c: c[key], reverse=p.get("SortOrder", "Descending") == "Descending")
     page, token = _paginate(items, p)
     out = []
     for c in page:
         s = {k: c[k] for k in ("ClusterArn", "ClusterName", "CreationTime", "ClusterStatus")}
-        plans = sorted({g["spec"]["TrainingPlanArn"] for g in c["_groups"].values()
-                        if g["spec"].get("TrainingPlanArn")})
+        plans = sorted(
+            {g["spec"]["TrainingPlanArn"] for g in c["_groups"].values() if g["spec"].get("TrainingPlanArn")}
+        )
         if plans:
             s["TrainingPlanArns"] = plans
         out.append(s)
@@ -279,7 +359,7 @@ def list_clusters(ctx: Ctx) -> Response:
 def _paginate(items: list[Any], p: dict[str, Any], default: int = 100) -> tuple[list[Any], str | None]:
     start = int(p.get("NextToken") or 0)
     size = int(p.get("MaxResults") or default)
-    page = items[start:start + size]
+    page = items[start : start + size]
     return page, (str(start + size) if start + size < len(items) else None)
 
 
@@ -299,8 +379,12 @@ def delete_cluster(ctx: Ctx) -> Response:
 
 def _require_in_service(c: dict[str, Any]) -> None:
     if c["ClusterStatus"] != "InService":
-        raise AwsError("ConflictException", f"Cluster {c['ClusterName']} is in {c['ClusterStatus']} status. "
-                       "Operation is allowed only when the cluster is InService.", 400)
+        raise AwsError(
+            "ConflictException",
+            f"Cluster {c['ClusterName']} is in {c['ClusterStatus']} status. "
+            "Operation is allowed only when the cluster is InService.",
+            400,
+        )
 
 
 @handles("sagemaker", "UpdateCluster")
@@ -311,20 +395,27 @@ def update_cluster(ctx: Ctx) -> Response:
     to_delete = p.get("InstanceGroupsToDelete") or []
     for name in to_delete:
         if name not in c["_groups"]:
-            raise AwsError("ValidationException", f"Instance group {name} does not exist in cluster "
-                           f"{c['ClusterName']}.", 400)
+            raise AwsError(
+                "ValidationException", f"Instance group {name} does not exist in cluster {c['ClusterName']}.", 400
+            )
     for raw in p.get("InstanceGroups") or []:
         old = c["_groups"].get(raw["InstanceGroupName"])
         if old and raw.get("InstanceType") and raw["InstanceType"] != old["spec"]["InstanceType"]:
-            raise AwsError("ValidationException", f"InstanceType cannot be updated for instance group "
-                           f"{raw['InstanceGroupName']}.", 400)
+            raise AwsError(
+                "ValidationException",
+                f"InstanceType cannot be updated for instance group {raw['InstanceGroupName']}.",
+                400,
+            )
         if raw.get("ExecutionRole"):
             _validate_role(ctx, raw["ExecutionRole"])
         _validate_vpc(ctx, raw.get("OverrideVpcConfig"))
         if raw.get("TrainingPlanArn"):
             old = c["_groups"].get(raw["InstanceGroupName"])
-            have = 0 if old is None else sum(1 for n in c["_nodes"].values()
-                                             if n["InstanceGroupName"] == raw["InstanceGroupName"])
+            have = (
+                0
+                if old is None
+                else sum(1 for n in c["_nodes"].values() if n["InstanceGroupName"] == raw["InstanceGroupName"])
+            )
             _require_plan(ctx, raw["TrainingPlanArn"], raw, c.get("VpcConfig"), already=have)
     world = ctx.world
     now = world.now()
@@ -351,8 +442,11 @@ def update_cluster(ctx: Ctx) -> Response:
             if failure:
                 g["_fail"] = failure
         elif want < have:
-            victims = sorted((n for n in c["_nodes"].values() if n["InstanceGroupName"] == name and n["_op"] is None),
-                             key=lambda n: n["LaunchTime"], reverse=True)[: have - want]
+            victims = sorted(
+                (n for n in c["_nodes"].values() if n["InstanceGroupName"] == name and n["_op"] is None),
+                key=lambda n: n["LaunchTime"],
+                reverse=True,
+            )[: have - want]
             for n in victims:
                 n["Status"], n["_op"], n["_op_due"] = "ShuttingDown", "delete", now + duration * 0.5
     for name in to_delete:
@@ -403,11 +497,15 @@ def _batch(ctx: Ctx, op: str) -> Response:
     for kind, ident, node in _resolve_nodes(c, ctx.params):
         err = None
         if node is None:
-            err = ("NodeIdNotFound" if op == "delete" else "InstanceIdNotFound", f"Node {ident} not found in cluster "
-                   f"{c['ClusterName']}.")
+            err = (
+                "NodeIdNotFound" if op == "delete" else "InstanceIdNotFound",
+                f"Node {ident} not found in cluster {c['ClusterName']}.",
+            )
         elif node["_op"] is not None or node["Status"] != "Running":
-            err = ("InvalidNodeStatus" if op == "delete" else "InvalidInstanceStatus",
-                   f"Node {ident} is in {node['Status']} status.")
+            err = (
+                "InvalidNodeStatus" if op == "delete" else "InvalidInstanceStatus",
+                f"Node {ident} is in {node['Status']} status.",
+            )
         if err:
             code_key = "Code" if op == "delete" else "ErrorCode"
             rec = {code_key: err[0], "Message": err[1]}
@@ -419,20 +517,32 @@ def _batch(ctx: Ctx, op: str) -> Response:
         assert node is not None
         if op == "reboot":
             node["Status"], node["Message"] = "Pending", "Rebooting"
-            node["_op"], node["_op_due"], node["_health"] = "reboot", world.due("hp_node_reboot"), \
-                "UnschedulablePendingReboot"
+            node["_op"], node["_op_due"], node["_health"] = (
+                "reboot",
+                world.due("hp_node_reboot"),
+                "UnschedulablePendingReboot",
+            )
         elif op == "replace":
             node["Status"], node["Message"] = "ShuttingDown", "Replacing"
-            node["_op"], node["_op_due"], node["_health"] = "replace", world.due("hp_node_replace", 0.3), \
-                "UnschedulablePendingReplacement"
+            node["_op"], node["_op_due"], node["_health"] = (
+                "replace",
+                world.due("hp_node_replace", 0.3),
+                "UnschedulablePendingReplacement",
+            )
         else:
             node["Status"] = "ShuttingDown"
             node["_op"], node["_op_due"] = "delete", world.due("hp_node_delete")
             g = c["_groups"].get(node["InstanceGroupName"])
             if g:
                 g["spec"]["InstanceCount"] = max(0, int(g["spec"].get("InstanceCount", 0)) - 1)
-        _event(world, c, f"Node {node['InstanceId']} {op} requested.", rtype="Instance",
-               group=node["InstanceGroupName"], instance=node["InstanceId"])
+        _event(
+            world,
+            c,
+            f"Node {node['InstanceId']} {op} requested.",
+            rtype="Instance",
+            group=node["InstanceGroupName"],
+            instance=node["InstanceId"],
+        )
         (ok if kind == "id" else ok_logical).append(ident)
     out: dict[str, Any] = {"Successful": ok, "Failed": failed}
     if ctx.params.get("NodeLogicalIds"):
@@ -456,11 +566,16 @@ def batch_delete(ctx: Ctx) -> Response:
 
 
 def _node_summary(c: dict[str, Any], n: dict[str, Any], logical: bool) -> dict[str, Any]:
-    s = {"InstanceGroupName": n["InstanceGroupName"], "InstanceId": n["InstanceId"],
-         "InstanceType": n["InstanceType"], "LaunchTime": n["LaunchTime"],
-         "InstanceStatus": {"Status": n["Status"], **({"Message": n["Message"]} if n.get("Message") else {})},
-         "PrivateDnsHostname": n["PrivateDnsHostname"], "CurrentImageReleaseVersion": c.get("_image", IMAGE_RELEASE),
-         "ImageVersionStatus": "UpToDate"}
+    s = {
+        "InstanceGroupName": n["InstanceGroupName"],
+        "InstanceId": n["InstanceId"],
+        "InstanceType": n["InstanceType"],
+        "LaunchTime": n["LaunchTime"],
+        "InstanceStatus": {"Status": n["Status"], **({"Message": n["Message"]} if n.get("Message") else {})},
+        "PrivateDnsHostname": n["PrivateDnsHostname"],
+        "CurrentImageReleaseVersion": c.get("_image", IMAGE_RELEASE),
+        "ImageVersionStatus": "UpToDate",
+    }
     if n.get("LastSoftwareUpdateTime"):
         s["LastSoftwareUpdateTime"] = n["LastSoftwareUpdateTime"]
     if logical:
@@ -483,8 +598,12 @@ def list_nodes(ctx: Ctx) -> Response:
     nodes.sort(key=lambda n: (n[key], n["InstanceId"]), reverse=p.get("SortOrder", "Ascending") == "Descending")
     page, token = _paginate(nodes, p)
     logical = bool(p.get("IncludeNodeLogicalIds")) or c.get("NodeProvisioningMode") == "Continuous"
-    return ctx.ok({"ClusterNodeSummaries": [_node_summary(c, n, logical) for n in page],
-                   **({"NextToken": token} if token else {})})
+    return ctx.ok(
+        {
+            "ClusterNodeSummaries": [_node_summary(c, n, logical) for n in page],
+            **({"NextToken": token} if token else {}),
+        }
+    )
 
 
 @handles("sagemaker", "DescribeClusterNode")
@@ -492,25 +611,41 @@ def describe_node(ctx: Ctx) -> Response:
     p = ctx.params
     c = _lookup(ctx, p["ClusterName"])
     node = c["_nodes"].get(p.get("NodeId") or "") or next(
-        (n for n in c["_nodes"].values() if p.get("NodeLogicalId") and n["NodeLogicalId"] == p["NodeLogicalId"]), None)
+        (n for n in c["_nodes"].values() if p.get("NodeLogicalId") and n["NodeLogicalId"] == p["NodeLogicalId"]), None
+    )
     if node is None:
-        raise AwsError("ResourceNotFound", f"Node {p.get('NodeId') or p.get('NodeLogicalId')} not found in cluster "
-                       f"{c['ClusterName']}.", 400)
+        raise AwsError(
+            "ResourceNotFound",
+            f"Node {p.get('NodeId') or p.get('NodeLogicalId')} not found in cluster {c['ClusterName']}.",
+            400,
+        )
     g = c["_groups"].get(node["InstanceGroupName"], {"spec": {}})
     spec = g["spec"]
     d = _node_summary(c, node, True)
     d.pop("ImageVersionStatus", None)
-    d.update({"ThreadsPerCore": spec.get("ThreadsPerCore", 1), "PrivatePrimaryIp": node["PrivatePrimaryIp"],
-              "Placement": {"AvailabilityZone": node["_zone"], "AvailabilityZoneId": _zone_id(node["_zone"])},
-              "CapacityType": node["CapacityType"], "CurrentImageId": IMAGE_ID, "DesiredImageId": IMAGE_ID,
-              "DesiredImageReleaseVersion": c.get("_image", IMAGE_RELEASE), "ImageVersionStatus": "UpToDate"})
+    d.update(
+        {
+            "ThreadsPerCore": spec.get("ThreadsPerCore", 1),
+            "PrivatePrimaryIp": node["PrivatePrimaryIp"],
+            "Placement": {"AvailabilityZone": node["_zone"], "AvailabilityZoneId": _zone_id(node["_zone"])},
+            "CapacityType": node["CapacityType"],
+            "CurrentImageId": IMAGE_ID,
+            "DesiredImageId": IMAGE_ID,
+            "DesiredImageReleaseVersion": c.get("_image", IMAGE_RELEASE),
+            "ImageVersionStatus": "UpToDate",
+        }
+    )
     for k in ("LifeCycleConfig", "InstanceStorageConfigs", "OverrideVpcConfig", "NetworkInterface"):
         if k in spec:
             d[k] = spec[k]
     kc = spec.get("KubernetesConfig")
     if kc:
-        d["KubernetesConfig"] = {"CurrentLabels": kc.get("Labels", {}), "DesiredLabels": kc.get("Labels", {}),
-                                 "CurrentTaints": kc.get("Taints", []), "DesiredTaints": kc.get("Taints", [])}
+        d["KubernetesConfig"] = {
+            "CurrentLabels": kc.get("Labels", {}),
+            "DesiredLabels": kc.get("Labels", {}),
+            "CurrentTaints": kc.get("Taints", []),
+            "DesiredTaints": kc.get("Taints", []),
+        }
     return ctx.ok({"NodeDetails": d})
 
 
@@ -525,8 +660,11 @@ def list_events(ctx: Ctx) -> Response:
     p = ctx.params
     c = _lookup(ctx, p["ClusterName"])
     evs = list(c["_events"])
-    for key, field in (("InstanceGroupName", "InstanceGroupName"), ("NodeId", "InstanceId"),
-                       ("ResourceType", "ResourceType")):
+    for key, field in (
+        ("InstanceGroupName", "InstanceGroupName"),
+        ("NodeId", "InstanceId"),
+        ("ResourceType", "ResourceType"),
+    ):
         if p.get(key):
             evs = [e for e in evs if e.get(field) == p[key]]
     if p.get("EventTimeAfter"):
@@ -538,8 +676,9 @@ def list_events(ctx: Ctx) -> Response:
     return ctx.ok({"Events": page, **({"NextToken": token} if token else {})})
 
 
-def _require_plan(ctx: Ctx, arn: str, group: dict[str, Any] | None = None, vpc: dict[str, Any] | None = None,
-                  already: int = 0) -> None:
+def _require_plan(
+    ctx: Ctx, arn: str, group: dict[str, Any] | None = None, vpc: dict[str, Any] | None = None, already: int = 0
+) -> None:
     """The plan exists, has room for the group's extra instances, and reserves capacity in a zone
     the group's subnets are in."""
     plans = ctx.world.table("training_plans", ctx.account, ctx.region)
@@ -552,16 +691,24 @@ def _require_plan(ctx: Ctx, arn: str, group: dict[str, Any] | None = None, vpc: 
         raise AwsError("ValidationException", f"Training plan {arn} is {tp['Status']}.", 400)
     extra = int(group.get("InstanceCount", 0)) - already
     if extra > int(tp.get("AvailableInstanceCount", 0)):
-        raise AwsError("ValidationException", f"Instance group {group['InstanceGroupName']} requests "
-                       f"{group.get('InstanceCount')} instances but training plan {tp['TrainingPlanName']} has "
-                       f"{tp.get('AvailableInstanceCount', 0)} available.", 400)
+        raise AwsError(
+            "ValidationException",
+            f"Instance group {group['InstanceGroupName']} requests "
+            f"{group.get('InstanceCount')} instances but training plan {tp['TrainingPlanName']} has "
+            f"{tp.get('AvailableInstanceCount', 0)} available.",
+            400,
+        )
     zones = {rc.get("AvailabilityZone") for rc in tp.get("ReservedCapacitySummaries", [])} - {None}
-    subnets = ((group.get("OverrideVpcConfig") or {}).get("Subnets") or (vpc or {}).get("Subnets") or [])
+    subnets = (group.get("OverrideVpcConfig") or {}).get("Subnets") or (vpc or {}).get("Subnets") or []
     subnet_zones = {subnet_zone(ctx.account, ctx.region, s) for s in subnets}
     if zones and subnet_zones and not zones & subnet_zones:
-        raise AwsError("ValidationException", f"The subnets of instance group {group['InstanceGroupName']} "
-                       f"({', '.join(sorted(subnet_zones))}) are not in the Availability Zone of training plan "
-                       f"{tp['TrainingPlanName']} ({', '.join(sorted(zones))}).", 400)
+        raise AwsError(
+            "ValidationException",
+            f"The subnets of instance group {group['InstanceGroupName']} "
+            f"({', '.join(sorted(subnet_zones))}) are not in the Availability Zone of training plan "
+            f"{tp['TrainingPlanName']} ({', '.join(sorted(zones))}).",
+            400,
+        )
 
 
 def plan_usage(world: World) -> None:
@@ -606,12 +753,19 @@ def _tick_nodes(world: World, account: str, region: str, c: dict[str, Any], now:
                 if g is not None:
                     dur = world.due("hp_node_replace", 0.7) - now
                     new = _new_node(world, account, region, c, g, n["_subnet"], now, now + dur, n["NodeLogicalId"])
-                    _event(world, c, f"Node {iid} replaced by {new['InstanceId']}.", rtype="Instance",
-                           group=n["InstanceGroupName"], instance=new["InstanceId"])
+                    _event(
+                        world,
+                        c,
+                        f"Node {iid} replaced by {new['InstanceId']}.",
+                        rtype="Instance",
+                        group=n["InstanceGroupName"],
+                        instance=new["InstanceId"],
+                    )
             elif op == "delete":
                 c["_nodes"].pop(iid)
-                _event(world, c, f"Node {iid} terminated.", rtype="Instance", group=n["InstanceGroupName"],
-                       instance=iid)
+                _event(
+                    world, c, f"Node {iid} terminated.", rtype="Instance", group=n["InstanceGroupName"], instance=iid
+                )
             continue
         if n["Status"] == "Pending" and op is None:
             if n.get("_dhc_at") and now >= n["_dhc_at"] and now < n["_ready_at"]:
@@ -622,8 +776,13 @@ def _tick_nodes(world: World, account: str, region: str, c: dict[str, Any], now:
         elif n["Status"] == "DeepHealthCheckInProgress" and now >= n["_ready_at"]:
             _node_ready(world, c, n)
         if n["Status"] == "Running" and n["_op"] is None and n["_fault"] is None:
-            f = world.faults.take("deep_health_fail", cluster=c["ClusterName"], instance_group=n["InstanceGroupName"],
-                                  instance_id=iid, account=account)
+            f = world.faults.take(
+                "deep_health_fail",
+                cluster=c["ClusterName"],
+                instance_group=n["InstanceGroupName"],
+                instance_id=iid,
+                account=account,
+            )
             if f:
                 _apply_health_fault(world, c, n, f, now)
 
@@ -633,8 +792,14 @@ def _node_ready(world: World, c: dict[str, Any], n: dict[str, Any]) -> None:
     if n.get("_dhc_at"):
         n["_dhc"] = "Passed"
     world.touch()
-    _event(world, c, f"Node {n['InstanceId']} is running.", rtype="Instance", group=n["InstanceGroupName"],
-           instance=n["InstanceId"])
+    _event(
+        world,
+        c,
+        f"Node {n['InstanceId']} is running.",
+        rtype="Instance",
+        group=n["InstanceGroupName"],
+        instance=n["InstanceId"],
+    )
 
 
 def _apply_health_fault(world: World, c: dict[str, Any], n: dict[str, Any], f: dict[str, Any], now: float) -> None:
@@ -642,8 +807,15 @@ def _apply_health_fault(world: World, c: dict[str, Any], n: dict[str, Any], f: d
     n["_dhc"] = "Failed"
     automatic = c.get("NodeRecovery", "Automatic") == "Automatic"
     n["_health"] = "UnschedulablePendingReplacement" if automatic else "Unschedulable"
-    _event(world, c, f"Node {n['InstanceId']} failed health checks: {n['_fault'][1]}.", "Error", "Instance",
-           n["InstanceGroupName"], n["InstanceId"])
+    _event(
+        world,
+        c,
+        f"Node {n['InstanceId']} failed health checks: {n['_fault'][1]}.",
+        "Error",
+        "Instance",
+        n["InstanceGroupName"],
+        n["InstanceId"],
+    )
     if automatic:
         n["_op"], n["_op_due"] = "replace", world.due("hp_node_replace", 0.3)
     world.touch()
@@ -701,29 +873,42 @@ def kube_nodes(world: World, account: str, region: str, eks_arn: str) -> list[di
             g = c["_groups"].get(n["InstanceGroupName"], {"spec": {}})
             spec = g["spec"]
             labels = dict((spec.get("KubernetesConfig") or {}).get("Labels") or {})
-            labels.update({
-                "node.kubernetes.io/instance-type": n["InstanceType"],
-                "topology.kubernetes.io/zone": n["_zone"],
-                "topology.kubernetes.io/region": region,
-                "sagemaker.amazonaws.com/instance-group-name": n["InstanceGroupName"],
-                "sagemaker.amazonaws.com/compute-type": "hyperpod",
-                "sagemaker.amazonaws.com/cluster-name": c["ClusterName"],
-                "sagemaker.amazonaws.com/node-health-status": n["_health"],
-                "sagemaker.amazonaws.com/capacity-type": n["CapacityType"],
-            })
+            labels.update(
+                {
+                    "node.kubernetes.io/instance-type": n["InstanceType"],
+                    "topology.kubernetes.io/zone": n["_zone"],
+                    "topology.kubernetes.io/region": region,
+                    "sagemaker.amazonaws.com/instance-group-name": n["InstanceGroupName"],
+                    "sagemaker.amazonaws.com/compute-type": "hyperpod",
+                    "sagemaker.amazonaws.com/cluster-name": c["ClusterName"],
+                    "sagemaker.amazonaws.com/node-health-status": n["_health"],
+                    "sagemaker.amazonaws.com/capacity-type": n["CapacityType"],
+                }
+            )
             if n.get("_dhc"):
                 labels["sagemaker.amazonaws.com/deep-health-check-status"] = n["_dhc"]
             if n.get("_fault"):
                 labels["sagemaker.amazonaws.com/fault-types"] = n["_fault"][0]
                 labels["sagemaker.amazonaws.com/fault-reasons"] = n["_fault"][1]
             hw = hardware(n["InstanceType"])
-            out.append({
-                "name": f"hyperpod-{n['InstanceId']}", "instance_id": n["InstanceId"],
-                "instance_group": n["InstanceGroupName"], "instance_type": n["InstanceType"], "zone": n["_zone"],
-                "capacity_type": n["CapacityType"], "labels": labels, "taints": [
-                    {"key": t["Key"], "value": t.get("Value", ""), "effect": t["Effect"]}
-                    for t in (spec.get("KubernetesConfig") or {}).get("Taints") or []],
-                "gpus": hw["gpus"], "efa": hw["efa"], "cpu": hw["cpu"], "memory_gib": hw["memory_gib"],
-                "ready": n["_op"] != "reboot",
-            })
+            out.append(
+                {
+                    "name": f"hyperpod-{n['InstanceId']}",
+                    "instance_id": n["InstanceId"],
+                    "instance_group": n["InstanceGroupName"],
+                    "instance_type": n["InstanceType"],
+                    "zone": n["_zone"],
+                    "capacity_type": n["CapacityType"],
+                    "labels": labels,
+                    "taints": [
+                        {"key": t["Key"], "value": t.get("Value", ""), "effect": t["Effect"]}
+                        for t in (spec.get("KubernetesConfig") or {}).get("Taints") or []
+                    ],
+                    "gpus": hw["gpus"],
+                    "efa": hw["efa"],
+                    "cpu": hw["cpu"],
+                    "memory_gib": hw["memory_gib"],
+                    "ready": n["_op"] != "reboot",
+                }
+            )
     return out

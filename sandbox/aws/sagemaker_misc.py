@@ -11,9 +11,17 @@ from sandbox.aws.protocol import AwsError, Response
 from sandbox.aws.world import World, new_id
 
 HOUR = 3600.0
-PLAN_TYPES = {"ml.p4d.24xlarge": 32.77, "ml.p5.48xlarge": 55.04, "ml.p5e.48xlarge": 60.0,
-              "ml.p5en.48xlarge": 63.3, "ml.trn1.32xlarge": 21.5, "ml.trn2.48xlarge": 35.0,
-              "ml.p6-b200.48xlarge": 88.0, "ml.p4de.24xlarge": 40.0, "ml.p5.4xlarge": 7.0}
+PLAN_TYPES = {
+    "ml.p4d.24xlarge": 32.77,
+    "ml.p5.48xlarge": 55.04,
+    "ml.p5e.48xlarge": 60.0,
+    "ml.p5en.48xlarge": 63.3,
+    "ml.trn1.32xlarge": 21.5,
+    "ml.trn2.48xlarge": 35.0,
+    "ml.p6-b200.48xlarge": 88.0,
+    "ml.p4de.24xlarge": 40.0,
+    "ml.p5.4xlarge": 7.0,
+}
 
 
 def _offering_id(spec: dict[str, Any]) -> str:
@@ -32,19 +40,39 @@ def search_offerings(ctx: Ctx) -> Response:
     offerings = []
     for i, zone_letter in enumerate("abc"):
         s = start + i * 24 * HOUR
-        spec = {"InstanceType": itype, "InstanceCount": count, "DurationHours": hours, "StartTime": round(s),
-                "AvailabilityZone": f"{ctx.region}{zone_letter}", "TargetResources": targets}
+        spec = {
+            "InstanceType": itype,
+            "InstanceCount": count,
+            "DurationHours": hours,
+            "StartTime": round(s),
+            "AvailabilityZone": f"{ctx.region}{zone_letter}",
+            "TargetResources": targets,
+        }
         oid = _offering_id(spec)
         ctx.world.table("training_plan_offerings", ctx.account, ctx.region)[oid] = spec
         fee = PLAN_TYPES.get(itype, 40.0) * count * hours
-        offerings.append({
-            "TrainingPlanOfferingId": oid, "TargetResources": targets, "DurationHours": hours, "DurationMinutes": 0,
-            "UpfrontFee": f"{fee:.2f}", "CurrencyCode": "USD",
-            "ReservedCapacityOfferings": [{"ReservedCapacityType": "Instance", "InstanceType": itype,
-                                           "InstanceCount": count, "AvailabilityZone": spec["AvailabilityZone"],
-                                           "DurationHours": hours, "DurationMinutes": 0, "StartTime": s,
-                                           "EndTime": s + hours * HOUR}],
-        })
+        offerings.append(
+            {
+                "TrainingPlanOfferingId": oid,
+                "TargetResources": targets,
+                "DurationHours": hours,
+                "DurationMinutes": 0,
+                "UpfrontFee": f"{fee:.2f}",
+                "CurrencyCode": "USD",
+                "ReservedCapacityOfferings": [
+                    {
+                        "ReservedCapacityType": "Instance",
+                        "InstanceType": itype,
+                        "InstanceCount": count,
+                        "AvailabilityZone": spec["AvailabilityZone"],
+                        "DurationHours": hours,
+                        "DurationMinutes": 0,
+                        "StartTime": s,
+                        "EndTime": s + hours * HOUR,
+                    }
+                ],
+            }
+        )
     return ctx.ok({"TrainingPlanOfferings": offerings})
 
 
@@ -61,18 +89,36 @@ def create_plan(ctx: Ctx) -> Response:
     arn = f"arn:aws:sagemaker:{ctx.region}:{ctx.account}:training-plan/{name}"
     hours = spec["DurationHours"]
     fee = PLAN_TYPES.get(spec["InstanceType"], 40.0) * spec["InstanceCount"] * hours
-    rc = {"ReservedCapacityArn": f"arn:aws:sagemaker:{ctx.region}:{ctx.account}:reserved-capacity/"
-                                 f"{new_id('', 16)}", "ReservedCapacityType": "Instance",
-          "InstanceType": spec["InstanceType"], "TotalInstanceCount": spec["InstanceCount"], "Status": "Pending",
-          "AvailabilityZone": spec["AvailabilityZone"], "DurationHours": hours, "DurationMinutes": 0,
-          "StartTime": spec["StartTime"], "EndTime": spec["StartTime"] + hours * HOUR}
+    rc = {
+        "ReservedCapacityArn": f"arn:aws:sagemaker:{ctx.region}:{ctx.account}:reserved-capacity/{new_id('', 16)}",
+        "ReservedCapacityType": "Instance",
+        "InstanceType": spec["InstanceType"],
+        "TotalInstanceCount": spec["InstanceCount"],
+        "Status": "Pending",
+        "AvailabilityZone": spec["AvailabilityZone"],
+        "DurationHours": hours,
+        "DurationMinutes": 0,
+        "StartTime": spec["StartTime"],
+        "EndTime": spec["StartTime"] + hours * HOUR,
+    }
     plans[name] = {
-        "TrainingPlanArn": arn, "TrainingPlanName": name, "Status": "Pending", "StatusMessage": "Payment pending",
-        "DurationHours": hours, "DurationMinutes": 0, "StartTime": spec["StartTime"],
-        "EndTime": spec["StartTime"] + hours * HOUR, "UpfrontFee": f"{fee:.2f}", "CurrencyCode": "USD",
-        "TotalInstanceCount": spec["InstanceCount"], "AvailableInstanceCount": spec["InstanceCount"],
-        "InUseInstanceCount": 0, "TargetResources": spec["TargetResources"], "ReservedCapacitySummaries": [rc],
-        "_due": ctx.world.due("training_plan"), "_tags": p.get("Tags") or [],
+        "TrainingPlanArn": arn,
+        "TrainingPlanName": name,
+        "Status": "Pending",
+        "StatusMessage": "Payment pending",
+        "DurationHours": hours,
+        "DurationMinutes": 0,
+        "StartTime": spec["StartTime"],
+        "EndTime": spec["StartTime"] + hours * HOUR,
+        "UpfrontFee": f"{fee:.2f}",
+        "CurrencyCode": "USD",
+        "TotalInstanceCount": spec["InstanceCount"],
+        "AvailableInstanceCount": spec["InstanceCount"],
+        "InUseInstanceCount": 0,
+        "TargetResources": spec["TargetResources"],
+        "ReservedCapacitySummaries": [rc],
+        "_due": ctx.world.due("training_plan"),
+        "_tags": p.get("Tags") or [],
     }
     return ctx.ok({"TrainingPlanArn": arn})
 
@@ -97,9 +143,23 @@ def list_plans(ctx: Ctx) -> Response:
     for f in p.get("Filters") or []:
         if f["Name"] == "Status":
             items = [t for t in items if t["Status"] == f["Value"]]
-    summary_keys = ("TrainingPlanArn", "TrainingPlanName", "Status", "StatusMessage", "DurationHours",
-                    "DurationMinutes", "StartTime", "EndTime", "UpfrontFee", "CurrencyCode", "TotalInstanceCount",
-                    "AvailableInstanceCount", "InUseInstanceCount", "TargetResources", "ReservedCapacitySummaries")
+    summary_keys = (
+        "TrainingPlanArn",
+        "TrainingPlanName",
+        "Status",
+        "StatusMessage",
+        "DurationHours",
+        "DurationMinutes",
+        "StartTime",
+        "EndTime",
+        "UpfrontFee",
+        "CurrencyCode",
+        "TotalInstanceCount",
+        "AvailableInstanceCount",
+        "InUseInstanceCount",
+        "TargetResources",
+        "ReservedCapacitySummaries",
+    )
     return ctx.ok({"TrainingPlanSummaries": [{k: t[k] for k in summary_keys if k in t} for t in items]})
 
 
@@ -114,14 +174,21 @@ def create_mlflow(ctx: Ctx) -> Response:
     now = ctx.world.now()
     arn = f"arn:aws:sagemaker:{ctx.region}:{ctx.account}:mlflow-tracking-server/{name}"
     tbl[name] = {
-        "TrackingServerArn": arn, "TrackingServerName": name, "ArtifactStoreUri": p["ArtifactStoreUri"],
-        "TrackingServerSize": p.get("TrackingServerSize", "Small"), "MlflowVersion": p.get("MlflowVersion", "2.16.2"),
-        "RoleArn": p["RoleArn"], "TrackingServerStatus": "Creating", "IsActive": "Inactive",
+        "TrackingServerArn": arn,
+        "TrackingServerName": name,
+        "ArtifactStoreUri": p["ArtifactStoreUri"],
+        "TrackingServerSize": p.get("TrackingServerSize", "Small"),
+        "MlflowVersion": p.get("MlflowVersion", "2.16.2"),
+        "RoleArn": p["RoleArn"],
+        "TrackingServerStatus": "Creating",
+        "IsActive": "Inactive",
         "TrackingServerUrl": f"https://t-{new_id('', 12, 'abcdefghijklmnopqrstuvwxyz0123456789')}.{ctx.region}"
-                             f".experiments.sagemaker.aws",
+        f".experiments.sagemaker.aws",
         "WeeklyMaintenanceWindowStart": p.get("WeeklyMaintenanceWindowStart", "Tue:03:30"),
         "AutomaticModelRegistration": bool(p.get("AutomaticModelRegistration", False)),
-        "CreationTime": now, "LastModifiedTime": now, "_due": ctx.world.due("mlflow_create"),
+        "CreationTime": now,
+        "LastModifiedTime": now,
+        "_due": ctx.world.due("mlflow_create"),
         "_tags": p.get("Tags") or [],
     }
     return ctx.ok({"TrackingServerArn": arn})
@@ -143,10 +210,20 @@ def describe_mlflow(ctx: Ctx) -> Response:
 @handles("sagemaker", "ListMlflowTrackingServers")
 def list_mlflow(ctx: Ctx) -> Response:
     p = ctx.params
-    keys = ("TrackingServerArn", "TrackingServerName", "CreationTime", "LastModifiedTime", "TrackingServerStatus",
-            "IsActive", "MlflowVersion")
-    items = [{k: t[k] for k in keys} for t in ctx.world.table("mlflow", ctx.account, ctx.region).values()
-             if not p.get("TrackingServerStatus") or t["TrackingServerStatus"] == p["TrackingServerStatus"]]
+    keys = (
+        "TrackingServerArn",
+        "TrackingServerName",
+        "CreationTime",
+        "LastModifiedTime",
+        "TrackingServerStatus",
+        "IsActive",
+        "MlflowVersion",
+    )
+    items = [
+        {k: t[k] for k in keys}
+        for t in ctx.world.table("mlflow", ctx.account, ctx.region).values()
+        if not p.get("TrackingServerStatus") or t["TrackingServerStatus"] == p["TrackingServerStatus"]
+    ]
     return ctx.ok({"TrackingServerSummaries": items})
 
 
@@ -154,8 +231,12 @@ def list_mlflow(ctx: Ctx) -> Response:
 def delete_mlflow(ctx: Ctx) -> Response:
     t = _mlflow(ctx)
     if t["TrackingServerStatus"] in ("Creating", "Updating", "Starting", "Stopping"):
-        raise AwsError("ValidationException", f"Tracking server {t['TrackingServerName']} is in "
-                       f"{t['TrackingServerStatus']} status and cannot be deleted.", 400)
+        raise AwsError(
+            "ValidationException",
+            f"Tracking server {t['TrackingServerName']} is in "
+            f"{t['TrackingServerStatus']} status and cannot be deleted.",
+            400,
+        )
     if t["TrackingServerStatus"] != "Deleting":
         t["TrackingServerStatus"], t["_due"] = "Deleting", ctx.world.due("mlflow_delete")
     return ctx.ok({"TrackingServerArn": t["TrackingServerArn"]})
@@ -185,8 +266,11 @@ def tick_misc(world: World) -> None:
 
 # ---- tags on the resources we own (moto's AddTags/ListTags only know moto's own resources) -------
 def _tagged(ctx: Ctx, arn: str) -> dict[str, Any] | None:
-    for kind, key in (("hp_clusters", "ClusterArn"), ("training_plans", "TrainingPlanArn"),
-                      ("mlflow", "TrackingServerArn")):
+    for kind, key in (
+        ("hp_clusters", "ClusterArn"),
+        ("training_plans", "TrainingPlanArn"),
+        ("mlflow", "TrackingServerArn"),
+    ):
         for rec in ctx.world.table(kind, ctx.account, ctx.region).values():
             if rec.get(key) == arn:
                 return rec

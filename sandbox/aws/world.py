@@ -164,8 +164,9 @@ class World:
                 try:  # one pickle keeps references shared between services intact
                     blob = pickle.dumps({"moto": moto_state, "world": self.state}, protocol=pickle.HIGHEST_PROTOCOL)
                 except Exception:
-                    blob = pickle.dumps({"moto": self._picklable(moto_state), "world": self.state},
-                                        protocol=pickle.HIGHEST_PROTOCOL)
+                    blob = pickle.dumps(
+                        {"moto": self._picklable(moto_state), "world": self.state}, protocol=pickle.HIGHEST_PROTOCOL
+                    )
             finally:
                 sys.setrecursionlimit(old)
             self.dirty = False
@@ -182,8 +183,9 @@ class World:
             except Exception as e:
                 if service not in self._unpicklable_warned:
                     self._unpicklable_warned.add(service)
-                    log.warning("sandbox: moto service %s cannot be persisted (%s); it starts empty after a "
-                                "restart", service, e)
+                    log.warning(
+                        "sandbox: moto service %s cannot be persisted (%s); it starts empty after a restart", service, e
+                    )
                 continue
             out[service] = accounts
         return out
@@ -201,8 +203,7 @@ class World:
         except Exception:  # unreadable (e.g. written by another moto version): keep it aside, start empty
             bad = path.with_name(f"{SNAPSHOT}.unreadable-{int(time.time())}")
             os.replace(path, bad)
-            log.exception("sandbox: could not load %s; moved it to %s and started with an empty AWS state",
-                          path, bad)
+            log.exception("sandbox: could not load %s; moved it to %s and started with an empty AWS state", path, bad)
             return False
         finally:
             sys.setrecursionlimit(old)

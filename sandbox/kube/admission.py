@@ -32,17 +32,27 @@ LABEL_NAMED = {"Namespace", "Service", "Deployment", "StatefulSet", "DaemonSet",
 def _name_causes(kind: str, name: str) -> list[dict[str, str]]:
     if kind in LABEL_NAMED:
         if len(name) > 63 or not DNS1123_LABEL.match(name):
-            return [cause("metadata.name", f'Invalid value: "{name}": a lowercase RFC 1123 label must consist '
-                          "of lower case alphanumeric characters or '-', and must start and end with an "
-                          "alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation "
-                          "is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")]
+            return [
+                cause(
+                    "metadata.name",
+                    f'Invalid value: "{name}": a lowercase RFC 1123 label must consist '
+                    "of lower case alphanumeric characters or '-', and must start and end with an "
+                    "alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation "
+                    "is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+                )
+            ]
     elif kind in ("Event", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"):
         return []
     elif len(name) > 253 or not DNS1123_SUBDOMAIN.match(name):
-        return [cause("metadata.name", f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist '
-                      "of lower case alphanumeric characters, '-' or '.', and must start and end with an "
-                      "alphanumeric character (e.g. 'example.com', regex used for validation is "
-                      "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")]
+        return [
+            cause(
+                "metadata.name",
+                f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist '
+                "of lower case alphanumeric characters, '-' or '.', and must start and end with an "
+                "alphanumeric character (e.g. 'example.com', regex used for validation is "
+                "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+            )
+        ]
     return []
 
 
@@ -50,13 +60,22 @@ def _label_causes(meta: Obj) -> list[dict[str, str]]:
     out = []
     for k, v in (meta.get("labels") or {}).items():
         if not isinstance(v, str) or len(v) > 63 or not LABEL_VALUE.match(v):
-            out.append(cause("metadata.labels", f'Invalid value: "{v}": a valid label must be an empty string '
-                             "or consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-                             "with an alphanumeric character"))
+            out.append(
+                cause(
+                    "metadata.labels",
+                    f'Invalid value: "{v}": a valid label must be an empty string '
+                    "or consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+                    "with an alphanumeric character",
+                )
+            )
         name = k.split("/")[-1]
         if not name or len(name) > 63 or not re.match(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$", name):
-            out.append(cause("metadata.labels", f'Invalid value: "{k}": name part must consist of alphanumeric '
-                             "characters, '-', '_' or '.'"))
+            out.append(
+                cause(
+                    "metadata.labels",
+                    f"Invalid value: \"{k}\": name part must consist of alphanumeric characters, '-', '_' or '.'",
+                )
+            )
     return out
 
 
@@ -73,8 +92,9 @@ def default_pod_spec(spec: Obj, restart: str = "Always") -> None:
         if not isinstance(c, dict):
             continue
         img = str(c.get("image", ""))
-        c.setdefault("imagePullPolicy", "Always" if img.endswith(":latest") or ":" not in img.split("/")[-1]
-                     else "IfNotPresent")
+        c.setdefault(
+            "imagePullPolicy", "Always" if img.endswith(":latest") or ":" not in img.split("/")[-1] else "IfNotPresent"
+        )
         c.setdefault("terminationMessagePath", "/dev/termination-log")
         c.setdefault("terminationMessagePolicy", "File")
         c.setdefault("resources", {})
@@ -116,8 +136,13 @@ def _pod_spec_causes(spec: Any, path: str) -> list[dict[str, str]]:
         if not n:
             out.append(cause(f"{p}.name", "Required value", "FieldValueRequired"))
         elif not DNS1123_LABEL.match(str(n)):
-            out.append(cause(f"{p}.name", f'Invalid value: "{n}": a lowercase RFC 1123 label must consist of '
-                                          "lower case alphanumeric characters or '-'"))
+            out.append(
+                cause(
+                    f"{p}.name",
+                    f'Invalid value: "{n}": a lowercase RFC 1123 label must consist of '
+                    "lower case alphanumeric characters or '-'",
+                )
+            )
         elif n in names:
             out.append(cause(f"{p}.name", f'Duplicate value: "{n}"', "FieldValueDuplicate"))
         names.add(n)
@@ -126,19 +151,22 @@ def _pod_spec_causes(spec: Any, path: str) -> list[dict[str, str]]:
         for kind in ("requests", "limits"):
             for rk, rv in ((c.get("resources") or {}).get(kind) or {}).items():
                 if not is_quantity(rv):
-                    out.append(cause(f"{p}.resources.{kind}[{rk}]", f'Invalid value: "{rv}": must be a '
-                                     "quantity"))
+                    out.append(cause(f"{p}.resources.{kind}[{rk}]", f'Invalid value: "{rv}": must be a quantity'))
     rp = spec.get("restartPolicy")
     if rp is not None and rp not in ("Always", "OnFailure", "Never"):
-        out.append(cause(f"{path}.restartPolicy", f'Unsupported value: "{rp}": supported values: "Always", '
-                                                  '"OnFailure", "Never"', "FieldValueNotSupported"))
+        out.append(
+            cause(
+                f"{path}.restartPolicy",
+                f'Unsupported value: "{rp}": supported values: "Always", "OnFailure", "Never"',
+                "FieldValueNotSupported",
+            )
+        )
     return out
 
 
 def pod_template_hash(template: Obj) -> str:
     raw = repr(sorted(_flatten(template)))
-    return hashlib.sha1(raw.encode()).hexdigest()[:10].translate(str.maketrans("0123456789abcdef",
-                                                                                "bcdfghjklmnpqrst"))
+    return hashlib.sha1(raw.encode()).hexdigest()[:10].translate(str.maketrans("0123456789abcdef", "bcdfghjklmnpqrst"))
 
 
 def _flatten(o: Any, prefix: str = "") -> list[tuple[str, str]]:
@@ -188,18 +216,20 @@ def _selector_template_causes(obj: Obj, path: str = "spec") -> list[dict[str, st
         out.append(cause(f"{path}.template", "Required value", "FieldValueRequired"))
         return out
     labels = (tpl.get("metadata") or {}).get("labels") or {}
-    if sel and (sel.get("matchLabels") or sel.get("matchExpressions")) and not match_label_selector_obj(sel,
-                                                                                                         labels):
-        out.append(cause(f"{path}.template.metadata.labels", f"Invalid value: {labels}: `selector` does not "
-                                                              "match template `labels`"))
+    if sel and (sel.get("matchLabels") or sel.get("matchExpressions")) and not match_label_selector_obj(sel, labels):
+        out.append(
+            cause(
+                f"{path}.template.metadata.labels",
+                f"Invalid value: {labels}: `selector` does not match template `labels`",
+            )
+        )
     out.extend(_pod_spec_causes(tpl.get("spec"), f"{path}.template.spec"))
     return out
 
 
 # Go ints without omitempty: a fresh object already carries them as 0 (the client models require them)
 INITIAL_STATUS: dict[str, Obj] = {
-    "DaemonSet": {"currentNumberScheduled": 0, "desiredNumberScheduled": 0, "numberMisscheduled": 0,
-                  "numberReady": 0},
+    "DaemonSet": {"currentNumberScheduled": 0, "desiredNumberScheduled": 0, "numberMisscheduled": 0, "numberReady": 0},
     "ReplicaSet": {"replicas": 0},
     "StatefulSet": {"replicas": 0, "availableReplicas": 0},
     "HorizontalPodAutoscaler": {"currentReplicas": 0, "desiredReplicas": 0},
@@ -218,8 +248,7 @@ def admit(c: Cluster, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
     ann_size = sum(len(k) + len(str(v)) for k, v in (meta.get("annotations") or {}).items())
     if ann_size > 262144:
         # why `kubectl apply` of a big CRD needs --server-side (last-applied-configuration is too long)
-        causes.append(cause("metadata.annotations", "Too long: may not be more than 262144 bytes",
-                            "FieldValueTooLong"))
+        causes.append(cause("metadata.annotations", "Too long: may not be more than 262144 bytes", "FieldValueTooLong"))
     kind = rt.kind if not rt.crd else None
     spec = obj.get("spec")
 
@@ -244,19 +273,25 @@ def admit(c: Cluster, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
                 s.pop("tolerations", None)
                 s.pop("activeDeadlineSeconds", None)
             if o_spec != n_spec:
-                causes.append(cause("spec", "Forbidden: pod updates may not change fields other than "
-                                    "`spec.containers[*].image`, `spec.initContainers[*].image`, "
-                                    "`spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to "
-                                    "existing tolerations) or `spec.terminationGracePeriodSeconds`",
-                                    "FieldValueForbidden"))
+                causes.append(
+                    cause(
+                        "spec",
+                        "Forbidden: pod updates may not change fields other than "
+                        "`spec.containers[*].image`, `spec.initContainers[*].image`, "
+                        "`spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to "
+                        "existing tolerations) or `spec.terminationGracePeriodSeconds`",
+                        "FieldValueForbidden",
+                    )
+                )
     elif kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"):
         if isinstance(spec, dict):
             if kind != "DaemonSet":
                 spec.setdefault("replicas", 1)
             spec.setdefault("revisionHistoryLimit", 10)
             if kind == "Deployment":
-                spec.setdefault("strategy", {"type": "RollingUpdate",
-                                             "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}})
+                spec.setdefault(
+                    "strategy", {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}
+                )
                 spec.setdefault("progressDeadlineSeconds", 600)
             if kind == "StatefulSet":
                 spec.setdefault("podManagementPolicy", "OrderedReady")
@@ -265,11 +300,11 @@ def admit(c: Cluster, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
                 default_pod_spec(spec["template"]["spec"])
         causes += _selector_template_causes(obj)
         if isinstance(spec, dict) and isinstance(spec.get("replicas"), int) and spec["replicas"] < 0:
-            causes.append(cause("spec.replicas", f"Invalid value: {spec['replicas']}: must be greater than or "
-                                                 "equal to 0"))
+            causes.append(
+                cause("spec.replicas", f"Invalid value: {spec['replicas']}: must be greater than or equal to 0")
+            )
         if old is not None and (old.get("spec") or {}).get("selector") != (spec or {}).get("selector"):
-            causes.append(cause("spec.selector", f"Invalid value: {(spec or {}).get('selector')}: field is "
-                                                 "immutable"))
+            causes.append(cause("spec.selector", f"Invalid value: {(spec or {}).get('selector')}: field is immutable"))
     elif kind == "Job":
         causes += _admit_job(obj, old)
     elif kind == "CronJob":
@@ -285,8 +320,13 @@ def admit(c: Cluster, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
     elif kind == "ConfigMap" or kind == "Secret":
         for k in list(obj.get("data") or {}) + list(obj.get("stringData") or {}):
             if not re.match(r"^[-._a-zA-Z0-9]+$", k):
-                causes.append(cause(f"data[{k}]", f'Invalid value: "{k}": a valid config key must consist of '
-                                                  "alphanumeric characters, '-', '_' or '.'"))
+                causes.append(
+                    cause(
+                        f"data[{k}]",
+                        f'Invalid value: "{k}": a valid config key must consist of '
+                        "alphanumeric characters, '-', '_' or '.'",
+                    )
+                )
         if kind == "Secret":
             import base64
 
@@ -325,10 +365,15 @@ def _admit_job(obj: Obj, old: Obj | None) -> list[dict[str, str]]:
     if isinstance(tspec, dict):
         rp = tspec.get("restartPolicy")
         if rp not in ("Never", "OnFailure"):
-            out.append(cause("spec.template.spec.restartPolicy",
-                             'Required value: valid values: "OnFailure", "Never"' if rp is None else
-                             f'Unsupported value: "{rp}": supported values: "OnFailure", "Never"',
-                             "FieldValueRequired" if rp is None else "FieldValueNotSupported"))
+            out.append(
+                cause(
+                    "spec.template.spec.restartPolicy",
+                    'Required value: valid values: "OnFailure", "Never"'
+                    if rp is None
+                    else f'Unsupported value: "{rp}": supported values: "OnFailure", "Never"',
+                    "FieldValueRequired" if rp is None else "FieldValueNotSupported",
+                )
+            )
         default_pod_spec(tspec, restart=rp or "Never")
     out += _pod_spec_causes(tspec, "spec.template.spec")
     if old is None:
@@ -353,8 +398,14 @@ def _admit_service(c: Cluster, obj: Obj, old: Obj | None) -> list[dict[str, str]
     out = []
     stype = spec.setdefault("type", "ClusterIP")
     if stype not in ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName"):
-        out.append(cause("spec.type", f'Unsupported value: "{stype}": supported values: "ClusterIP", '
-                                      '"ExternalName", "LoadBalancer", "NodePort"', "FieldValueNotSupported"))
+        out.append(
+            cause(
+                "spec.type",
+                f'Unsupported value: "{stype}": supported values: "ClusterIP", '
+                '"ExternalName", "LoadBalancer", "NodePort"',
+                "FieldValueNotSupported",
+            )
+        )
     spec.setdefault("sessionAffinity", "None")
     ports = spec.get("ports") or []
     if not ports and stype != "ExternalName" and spec.get("clusterIP") != "None":
@@ -400,19 +451,26 @@ def _admit_crd(obj: Obj, old: Obj | None) -> list[dict[str, str]]:
     if not spec.get("group"):
         out.append(cause("spec.group", "Required value", "FieldValueRequired"))
     if spec.get("scope") not in ("Namespaced", "Cluster"):
-        out.append(cause("spec.scope", f'Unsupported value: "{spec.get("scope")}": supported values: '
-                                       '"Cluster", "Namespaced"', "FieldValueNotSupported"))
+        out.append(
+            cause(
+                "spec.scope",
+                f'Unsupported value: "{spec.get("scope")}": supported values: "Cluster", "Namespaced"',
+                "FieldValueNotSupported",
+            )
+        )
     versions = spec.get("versions") or []
     if not versions:
-        out.append(cause("spec.versions", "Invalid value: must have exactly one version marked as storage "
-                                          "version"))
+        out.append(cause("spec.versions", "Invalid value: must have exactly one version marked as storage version"))
     elif sum(1 for v in versions if v.get("storage")) != 1:
-        out.append(cause("spec.versions", "Invalid value: must have exactly one version marked as storage "
-                                          "version"))
+        out.append(cause("spec.versions", "Invalid value: must have exactly one version marked as storage version"))
     want = f"{names.get('plural')}.{spec.get('group')}"
     if obj["metadata"].get("name") != want:
-        out.append(cause("metadata.name", f'Invalid value: "{obj["metadata"].get("name")}": must be spec.names.'
-                                          f"plural+\".\"+spec.group"))
+        out.append(
+            cause(
+                "metadata.name",
+                f'Invalid value: "{obj["metadata"].get("name")}": must be spec.names.plural+"."+spec.group',
+            )
+        )
     if old is not None and (old.get("spec") or {}).get("scope") != spec.get("scope"):
         out.append(cause("spec.scope", "Invalid value: field is immutable"))
     return out
@@ -427,8 +485,12 @@ def _admit_custom(c: Cluster, rt: ResourceType, obj: Obj) -> list[dict[str, str]
     prune(obj, v.openapi, root=True, removed=removed)
     if removed and c.field_validation == "Strict":
         # what `kubectl apply` (fieldValidation=Strict) gets for a field the schema does not declare
-        raise ApiError(400, "BadRequest", f"{rt.kind} in version \"{rt.version}\" cannot be handled as a {rt.kind}: "
-                       "strict decoding error: " + ", ".join(f'unknown field "{r}"' for r in removed))
+        raise ApiError(
+            400,
+            "BadRequest",
+            f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+            "strict decoding error: " + ", ".join(f'unknown field "{r}"' for r in removed),
+        )
     return v.errors(obj)
 
 
@@ -444,9 +506,14 @@ def after_create(c: Cluster, rt: ResourceType, obj: Obj) -> None:
         if sa and c.get("/serviceaccounts", name, "default") is None:
             c.create(sa, {"metadata": {"name": "default", "namespace": name}}, name)
         if cm and c.get("/configmaps", name, "kube-root-ca.crt") is None:
-            c.create(cm, {"metadata": {"name": "kube-root-ca.crt", "namespace": name},
-                          "data": {"ca.crt": "-----BEGIN CERTIFICATE-----\nsandbox\n-----END CERTIFICATE-----\n"}},
-                     name)
+            c.create(
+                cm,
+                {
+                    "metadata": {"name": "kube-root-ca.crt", "namespace": name},
+                    "data": {"ca.crt": "-----BEGIN CERTIFICATE-----\nsandbox\n-----END CERTIFICATE-----\n"},
+                },
+                name,
+            )
 
 
 def on_pod_deleted(c: Cluster, pod: Obj) -> None:

@@ -31,15 +31,29 @@ if TYPE_CHECKING:
 Obj = dict[str, Any]
 StartResponse = Callable[..., Any]
 
-_REASONS = {200: "OK", 201: "Created", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized",
-            403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable",
-            409: "Conflict", 410: "Gone", 415: "Unsupported Media Type", 422: "Unprocessable Entity",
-            500: "Internal Server Error", 503: "Service Unavailable"}
+_REASONS = {
+    200: "OK",
+    201: "Created",
+    202: "Accepted",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    406: "Not Acceptable",
+    409: "Conflict",
+    410: "Gone",
+    415: "Unsupported Media Type",
+    422: "Unprocessable Entity",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
 
 
 class Response:
-    def __init__(self, code: int, body: Any = None, content_type: str = "application/json",
-                 stream: Iterator[bytes] | None = None) -> None:
+    def __init__(
+        self, code: int, body: Any = None, content_type: str = "application/json", stream: Iterator[bytes] | None = None
+    ) -> None:
         self.code = code
         self.body = body
         self.content_type = content_type
@@ -60,10 +74,10 @@ def valid_token(header: str | None) -> bool:
     """EKS bearer tokens: `k8s-aws-v1.` + base64url(presigned STS GetCallerIdentity URL)."""
     if not header or not header.startswith("Bearer "):
         return False
-    token = header[len("Bearer "):].strip()
+    token = header[len("Bearer ") :].strip()
     if not token.startswith("k8s-aws-v1."):
         return False
-    payload = token[len("k8s-aws-v1."):]
+    payload = token[len("k8s-aws-v1.") :]
     if not payload:
         return False
     try:
@@ -89,8 +103,7 @@ class KubeApi:
 
             traceback.print_exc()
             resp = Response(500, ApiError(500, "InternalError", f"sandbox kube error: {e!r}").status())
-        headers = [("Content-Type", resp.content_type), ("Cache-Control", "no-cache, private"),
-                   ("Audit-Id", "sandbox")]
+        headers = [("Content-Type", resp.content_type), ("Cache-Control", "no-cache, private"), ("Audit-Id", "sandbox")]
         status = f"{resp.code} {_REASONS.get(resp.code, 'Unknown')}"
         if resp.stream is not None:
             start_response(status, headers)
@@ -144,15 +157,32 @@ class KubeApi:
             return Response(200, {"paths": ["/api", "/api/v1", "/apis", "/version"]})
         if segs == ["version"]:
             major, minor = (c.version.split(".") + ["0"])[:2]
-            return Response(200, {"major": major, "minor": minor + "+", "gitVersion": f"v{c.version}.0-eks-sandbox",
-                                  "gitCommit": "0000000", "gitTreeState": "clean", "buildDate": "2025-01-01T00:00:00Z",
-                                  "goVersion": "go1.23.0", "compiler": "gc", "platform": "linux/amd64"})
+            return Response(
+                200,
+                {
+                    "major": major,
+                    "minor": minor + "+",
+                    "gitVersion": f"v{c.version}.0-eks-sandbox",
+                    "gitCommit": "0000000",
+                    "gitTreeState": "clean",
+                    "buildDate": "2025-01-01T00:00:00Z",
+                    "goVersion": "go1.23.0",
+                    "compiler": "gc",
+                    "platform": "linux/amd64",
+                },
+            )
         if segs[0] == "openapi":
             return self.openapi(c, segs)
         if segs[0] == "api":
             if len(segs) == 1:
-                return Response(200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [
-                    {"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]})
+                return Response(
+                    200,
+                    {
+                        "kind": "APIVersions",
+                        "versions": ["v1"],
+                        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}],
+                    },
+                )
             group, version, rest = "", segs[1], segs[2:]
         elif segs[0] == "apis":
             if len(segs) == 1:
@@ -196,23 +226,42 @@ class KubeApi:
             gv = f"api/{rt.version}" if not rt.group else f"apis/{rt.group}/{rt.version}"
             gvs.setdefault(gv, []).append(rt)
         if len(segs) == 2:
-            return Response(200, {"paths": {gv: {"serverRelativeURL": f"/openapi/v3/{gv}?hash={c.rv}"}
-                                            for gv in sorted(gvs)}})
+            return Response(
+                200, {"paths": {gv: {"serverRelativeURL": f"/openapi/v3/{gv}?hash={c.rv}"} for gv in sorted(gvs)}}
+            )
         gv = "/".join(segs[2:])
         if gv not in gvs:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         paths: dict[str, Any] = {}
-        params = [{"name": n, "in": "query", "schema": {"type": "string", "uniqueItems": True}}
-                  for n in ("dryRun", "fieldManager", "fieldValidation", "force")]
+        params = [
+            {"name": n, "in": "query", "schema": {"type": "string", "uniqueItems": True}}
+            for n in ("dryRun", "fieldManager", "fieldValidation", "force")
+        ]
         for rt in gvs[gv]:
-            base = f"/{gv}/namespaces/{{namespace}}/{rt.plural}/{{name}}" if rt.namespaced else \
-                f"/{gv}/{rt.plural}/{{name}}"
+            base = (
+                f"/{gv}/namespaces/{{namespace}}/{rt.plural}/{{name}}"
+                if rt.namespaced
+                else f"/{gv}/{rt.plural}/{{name}}"
+            )
             gvk = {"group": rt.group, "version": rt.version, "kind": rt.kind}
-            paths[base] = {"patch": {"operationId": f"patch{rt.kind}", "parameters": params,
-                                     "x-kubernetes-action": "patch", "x-kubernetes-group-version-kind": gvk,
-                                     "responses": {"200": {"description": "OK"}}}}
-        return Response(200, {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": f"v{c.version}"},
-                              "paths": paths, "components": {"schemas": {}}})
+            paths[base] = {
+                "patch": {
+                    "operationId": f"patch{rt.kind}",
+                    "parameters": params,
+                    "x-kubernetes-action": "patch",
+                    "x-kubernetes-group-version-kind": gvk,
+                    "responses": {"200": {"description": "OK"}},
+                }
+            }
+        return Response(
+            200,
+            {
+                "openapi": "3.0.0",
+                "info": {"title": "Kubernetes", "version": f"v{c.version}"},
+                "paths": paths,
+                "components": {"schemas": {}},
+            },
+        )
 
     def group_list(self, c: Cluster) -> Obj:
         groups: dict[str, list[str]] = {}
@@ -226,8 +275,13 @@ class KubeApi:
         out = []
         for g, vs in groups.items():
             vs = sorted(vs, key=_version_priority)
-            out.append({"name": g, "versions": [{"groupVersion": f"{g}/{v}", "version": v} for v in vs],
-                        "preferredVersion": {"groupVersion": f"{g}/{vs[0]}", "version": vs[0]}})
+            out.append(
+                {
+                    "name": g,
+                    "versions": [{"groupVersion": f"{g}/{v}", "version": v} for v in vs],
+                    "preferredVersion": {"groupVersion": f"{g}/{vs[0]}", "version": vs[0]},
+                }
+            )
         return {"kind": "APIGroupList", "apiVersion": "v1", "groups": out}
 
     def resource_list(self, c: Cluster, group: str, version: str) -> Obj:
@@ -242,8 +296,9 @@ class KubeApi:
 
     # ------------------------------------------------------------ verbs
 
-    def verb(self, c: Cluster, rt: ResourceType, ns: str | None, name: str | None, sub: str | None,
-             req: Request) -> Response:
+    def verb(
+        self, c: Cluster, rt: ResourceType, ns: str | None, name: str | None, sub: str | None, req: Request
+    ) -> Response:
         m = req.method
         ns_key = ns or ""
         if name is None:
@@ -286,41 +341,54 @@ class KubeApi:
             self._check_kind(rt, body)
             meta = body.setdefault("metadata", {})
             if meta.get("name") and meta["name"] != name:
-                raise errors.bad_request(f"the name of the object ({meta['name']}) does not match the name on "
-                                         f"the URL ({name})")
+                raise errors.bad_request(
+                    f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
+                )
             meta["name"] = name
             if rt.namespaced:
                 meta["namespace"] = ns_key
             if sub == "finalize":
                 sub = None
-            obj = c.replace(rt, body, subresource=sub, field_manager=req.q.get("fieldManager"),
-                            dry_run=req.dry_run)
+            obj = c.replace(rt, body, subresource=sub, field_manager=req.q.get("fieldManager"), dry_run=req.dry_run)
             return Response(200, present(rt, obj))
         if m == "PATCH":
             return self.patch(c, rt, ns_key, name, sub, req)
         if m == "DELETE":
             opts = req.json(allow_empty=True) or {}
-            prop = req.q.get("propagationPolicy") or opts.get("propagationPolicy") or (
-                "Orphan" if opts.get("orphanDependents") is True else "Background")
+            prop = (
+                req.q.get("propagationPolicy")
+                or opts.get("propagationPolicy")
+                or ("Orphan" if opts.get("orphanDependents") is True else "Background")
+            )
             pre = opts.get("preconditions") or {}
-            obj = c.delete(rt, ns_key, name, propagation=prop, precondition_uid=pre.get("uid"),
-                           precondition_rv=pre.get("resourceVersion"), dry_run=req.dry_run)
+            obj = c.delete(
+                rt,
+                ns_key,
+                name,
+                propagation=prop,
+                precondition_uid=pre.get("uid"),
+                precondition_rv=pre.get("resourceVersion"),
+                dry_run=req.dry_run,
+            )
             # Kinds whose real storage sets ReturnDeletedObject (pods, namespaces, services, volumes and
             # claims) and custom objects answer with the object; the rest with a Status.
             if rt.crd or rt.gr in _RETURNS_DELETED or obj["metadata"].get("deletionTimestamp"):
                 return Response(200, present(rt, obj))
-            return Response(200, _status_ok({"name": name, "group": rt.group, "kind": rt.plural,
-                                             "uid": obj["metadata"]["uid"]}))
+            return Response(
+                200, _status_ok({"name": name, "group": rt.group, "kind": rt.plural, "uid": obj["metadata"]["uid"]})
+            )
         raise errors.method_not_allowed()
 
     @staticmethod
     def _check_kind(rt: ResourceType, body: Obj) -> None:
         kind = body.get("kind")
         if kind and kind != rt.kind:
-            raise errors.bad_request(f"the API version in the data ({body.get('apiVersion')}) does not match "
-                                     f"the expected API version ({rt.api_version})" if kind == rt.kind else
-                                     f"{kind} in version \"{rt.version}\" cannot be handled as a {rt.kind}: "
-                                     "kind mismatch")
+            raise errors.bad_request(
+                f"the API version in the data ({body.get('apiVersion')}) does not match "
+                f"the expected API version ({rt.api_version})"
+                if kind == rt.kind
+                else f'{kind} in version "{rt.version}" cannot be handled as a {rt.kind}: kind mismatch'
+            )
 
     def _pred(self, req: Request) -> Callable[[Obj], bool]:
         lp = parse_label_selector(req.q.get("labelSelector"))
@@ -332,8 +400,15 @@ class KubeApi:
         items = [present(rt, o) for o in c.list(rt.gr, ns) if pred(o)]
         if "as=Table" in req.accept:
             return Response(200, self.table(c, rt, items, req))
-        return Response(200, {"kind": f"{rt.kind}List", "apiVersion": rt.api_version,
-                              "metadata": {"resourceVersion": str(c.rv)}, "items": items})
+        return Response(
+            200,
+            {
+                "kind": f"{rt.kind}List",
+                "apiVersion": rt.api_version,
+                "metadata": {"resourceVersion": str(c.rv)},
+                "items": items,
+            },
+        )
 
     def table(self, c: Cluster, rt: ResourceType, items: list[Obj], req: Request) -> Obj:
         columns = None
@@ -350,11 +425,14 @@ class KubeApi:
         rv = req.q.get("resourceVersion")
         transform = None
         if "as=Table" in req.accept:
+
             def transform(o: Obj) -> Obj:
                 return self.table(c, rt, [o], req)
+
         # the generator takes the lock itself; the request lock is released when we return
-        return Response(200, stream=watch_stream(c, rt, ns, pred, rv, timeout, transform,
-                                                 req.environ.get("werkzeug.socket")))
+        return Response(
+            200, stream=watch_stream(c, rt, ns, pred, rv, timeout, transform, req.environ.get("werkzeug.socket"))
+        )
 
     def delete_collection(self, c: Cluster, rt: ResourceType, ns: str | None, req: Request) -> Response:
         pred = self._pred(req)
@@ -381,8 +459,9 @@ class KubeApi:
             self._check_kind(rt, body)
             meta = body.setdefault("metadata", {})
             if meta.get("name") and meta["name"] != name:
-                raise errors.bad_request(f"the name of the object ({meta['name']}) does not match the name on "
-                                         f"the URL ({name})")
+                raise errors.bad_request(
+                    f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
+                )
             meta["name"] = name
             strategic = not rt.crd
             fields = fields_v1(body, strategic)
@@ -399,10 +478,12 @@ class KubeApi:
             last = applied.get(f"{manager}/{sub}" if sub else manager)
             if last is not None:
                 remove_unapplied(new, last, body, strategic)
-            new["metadata"]["managedFields"] = _with_manager(cur["metadata"].get("managedFields"), manager,
-                                                             "Apply", rt, sub, fields)
-            obj = c.replace(rt, new, subresource=sub, check_rv=bool(body["metadata"].get("resourceVersion")),
-                            dry_run=req.dry_run)
+            new["metadata"]["managedFields"] = _with_manager(
+                cur["metadata"].get("managedFields"), manager, "Apply", rt, sub, fields
+            )
+            obj = c.replace(
+                rt, new, subresource=sub, check_rv=bool(body["metadata"].get("resourceVersion")), dry_run=req.dry_run
+            )
             if not req.dry_run:
                 applied[f"{manager}/{sub}" if sub else manager] = clone(body)
             return Response(200, present(rt, obj))
@@ -450,12 +531,19 @@ class KubeApi:
         if req.method in ("PUT", "PATCH"):
             body = req.json()
             if req.method == "PATCH":
-                body = merge_patch(_scale_of(obj), body) if req.content_type != "application/json-patch+json" \
+                body = (
+                    merge_patch(_scale_of(obj), body)
+                    if req.content_type != "application/json-patch+json"
                     else json_patch(_scale_of(obj), body)
+                )
             replicas = ((body or {}).get("spec") or {}).get("replicas")
             if not isinstance(replicas, int) or replicas < 0:
-                raise errors.invalid("autoscaling", "Scale", name, [errors.cause(
-                    "spec.replicas", f"Invalid value: {replicas}: must be greater than or equal to 0")])
+                raise errors.invalid(
+                    "autoscaling",
+                    "Scale",
+                    name,
+                    [errors.cause("spec.replicas", f"Invalid value: {replicas}: must be greater than or equal to 0")],
+                )
             new = clone(obj)
             new["spec"]["replicas"] = replicas
             obj = c.replace(rt, new, check_rv=False)
@@ -472,25 +560,32 @@ class KubeApi:
         container = req.q.get("container")
         if not container:
             if len(containers) != 1:
-                raise errors.bad_request(f"a container name must be specified for pod {name}, choose one of: "
-                                         f"{containers}")
+                raise errors.bad_request(
+                    f"a container name must be specified for pod {name}, choose one of: {containers}"
+                )
             container = containers[0]
         if container not in containers + inits:
             raise errors.bad_request(f"container {container} is not valid for pod {name}")
         st = pod.get("status") or {}
-        started = any(cs.get("name") == container and ("running" in (cs.get("state") or {}) or
-                                                       "terminated" in (cs.get("state") or {}))
-                      for cs in st.get("containerStatuses") or [])
+        started = any(
+            cs.get("name") == container
+            and ("running" in (cs.get("state") or {}) or "terminated" in (cs.get("state") or {}))
+            for cs in st.get("containerStatuses") or []
+        )
         if not started:
-            raise errors.bad_request(f'container "{container}" in pod "{name}" is waiting to start: '
-                                     "ContainerCreating")
+            raise errors.bad_request(f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating')
         tail = int(req.q["tailLines"]) if req.q.get("tailLines") not in (None, "") else None
         since = int(req.q["sinceSeconds"]) if req.q.get("sinceSeconds") not in (None, "") else None
         ts = req.q.get("timestamps") in ("true", "1")
         limit = int(req.q["limitBytes"]) if req.q.get("limitBytes") not in (None, "") else None
         if req.q.get("follow") in ("true", "1"):
-            return Response(200, content_type="text/plain", stream=follow_logs(
-                c, ns, name, pod["metadata"]["uid"], container, tail, since, ts, req.environ.get("werkzeug.socket")))
+            return Response(
+                200,
+                content_type="text/plain",
+                stream=follow_logs(
+                    c, ns, name, pod["metadata"]["uid"], container, tail, since, ts, req.environ.get("werkzeug.socket")
+                ),
+            )
         lines = c.logs.get(f"{pod['metadata']['uid']}/{container}", [])
         return Response(200, log_text(select_lines(lines, tail, since), ts, limit), "text/plain")
 
@@ -547,20 +642,38 @@ def _version_priority(v: str) -> tuple[int, int, int]:
 
 def _scale_of(obj: Obj) -> Obj:
     sel = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-    return {"kind": "Scale", "apiVersion": "autoscaling/v1",
-            "metadata": {k: obj["metadata"][k] for k in ("name", "namespace", "uid", "resourceVersion",
-                                                        "creationTimestamp") if k in obj["metadata"]},
-            "spec": {"replicas": (obj.get("spec") or {}).get("replicas", 0)},
-            "status": {"replicas": (obj.get("status") or {}).get("replicas", 0),
-                       "selector": ",".join(f"{k}={v}" for k, v in sel.items())}}
+    return {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            k: obj["metadata"][k]
+            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if k in obj["metadata"]
+        },
+        "spec": {"replicas": (obj.get("spec") or {}).get("replicas", 0)},
+        "status": {
+            "replicas": (obj.get("status") or {}).get("replicas", 0),
+            "selector": ",".join(f"{k}={v}" for k, v in sel.items()),
+        },
+    }
 
 
-def _with_manager(existing: Any, manager: str, operation: str, rt: ResourceType, sub: str | None,
-                  fields: Obj | None = None) -> list[Obj]:
-    out = [m for m in (existing or []) if not (m.get("manager") == manager and m.get("operation") == operation
-                                               and m.get("subresource") == sub)]
-    entry: Obj = {"manager": manager, "operation": operation, "apiVersion": rt.api_version, "time": now_iso(),
-                  "fieldsType": "FieldsV1", "fieldsV1": fields or {}}
+def _with_manager(
+    existing: Any, manager: str, operation: str, rt: ResourceType, sub: str | None, fields: Obj | None = None
+) -> list[Obj]:
+    out = [
+        m
+        for m in (existing or [])
+        if not (m.get("manager") == manager and m.get("operation") == operation and m.get("subresource") == sub)
+    ]
+    entry: Obj = {
+        "manager": manager,
+        "operation": operation,
+        "apiVersion": rt.api_version,
+        "time": now_iso(),
+        "fieldsType": "FieldsV1",
+        "fieldsV1": fields or {},
+    }
     if sub:
         entry["subresource"] = sub
     out.append(entry)

@@ -57,5 +57,6 @@ def fields_v1(applied: Any, strategic: bool, field: str = "") -> Obj:
         if key and all(isinstance(x, dict) for x in applied):
             for item in applied:
                 out["k:" + json.dumps({key: item.get(key)}, separators=(",", ":"))] = dict(
-                    {".": {}}, **fields_v1(item, strategic, field))
+                    {".": {}}, **fields_v1(item, strategic, field)
+                )
     return out

@@ -55,19 +55,24 @@ HYPERPOD_PYTORCHJOB_SCHEMA: Obj = {
             "type": "object",
             "required": ["replicaSpecs"],
             "properties": {
-                "nprocPerNode": {"x-kubernetes-int-or-string": True,
-                                 "description": "processes per node: a number, or auto/gpu"},
+                "nprocPerNode": {
+                    "x-kubernetes-int-or-string": True,
+                    "description": "processes per node: a number, or auto/gpu",
+                },
                 "replicaSpecs": {
-                    "type": "array", "minItems": 1,
+                    "type": "array",
+                    "minItems": 1,
                     "items": {
-                        "type": "object", "required": ["name", "template"],
+                        "type": "object",
+                        "required": ["name", "template"],
                         "properties": {
                             "name": {"type": "string", "minLength": 1},
                             "replicas": _int("pods of this replica spec", 0),
                             "maxReplicas": _int("", 0),
                             "spares": _int("", 0),
-                            "template": dict(_PRESERVE, description="a pod template",
-                                             **{"x-kubernetes-embedded-resource": False}),
+                            "template": dict(
+                                _PRESERVE, description="a pod template", **{"x-kubernetes-embedded-resource": False}
+                            ),
                         },
                     },
                 },
@@ -93,7 +98,8 @@ HYPERPOD_PYTORCHJOB_SCHEMA: Obj = {
                         "logMonitoringConfiguration": {
                             "type": "array",
                             "items": {
-                                "type": "object", "required": ["name"],
+                                "type": "object",
+                                "required": ["name"],
                                 "properties": {
                                     "name": {"type": "string"},
                                     "logPattern": {"type": "string"},
@@ -125,11 +131,20 @@ HYPERPOD_PYTORCHJOB_SCHEMA: Obj = {
             "type": "object",
             "x-kubernetes-preserve-unknown-fields": True,
             "properties": {
-                "conditions": {"type": "array", "items": {
-                    "type": "object", "required": ["type", "status"],
-                    "properties": {"type": {"type": "string"}, "status": {"type": "string"},
-                                   "reason": {"type": "string"}, "message": {"type": "string"},
-                                   "lastTransitionTime": {"type": "string", "format": "date-time"}}}},
+                "conditions": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["type", "status"],
+                        "properties": {
+                            "type": {"type": "string"},
+                            "status": {"type": "string"},
+                            "reason": {"type": "string"},
+                            "message": {"type": "string"},
+                            "lastTransitionTime": {"type": "string", "format": "date-time"},
+                        },
+                    },
+                },
                 "restartCount": {"type": "integer"},
                 "restartStatus": _PRESERVE,
                 "latestFaultyPodInstanceList": {"type": "array", "items": _PRESERVE},
@@ -147,11 +162,22 @@ HYPERPOD_PYTORCHJOB_CRD: Obj = {
     "metadata": {"name": "hyperpodpytorchjobs.sagemaker.amazonaws.com"},
     "spec": {
         "group": HPJ_GROUP,
-        "names": {"kind": "HyperPodPyTorchJob", "listKind": "HyperPodPyTorchJobList",
-                  "plural": "hyperpodpytorchjobs", "singular": "hyperpodpytorchjob"},
+        "names": {
+            "kind": "HyperPodPyTorchJob",
+            "listKind": "HyperPodPyTorchJobList",
+            "plural": "hyperpodpytorchjobs",
+            "singular": "hyperpodpytorchjob",
+        },
         "scope": "Namespaced",
-        "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
-                      "schema": {"openAPIV3Schema": HYPERPOD_PYTORCHJOB_SCHEMA}}],
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": HYPERPOD_PYTORCHJOB_SCHEMA},
+            }
+        ],
     },
 }
 
@@ -182,29 +208,50 @@ def load_crd(filename: str) -> Obj:
 
 
 RAY_CRDS = ("ray.io_rayclusters.yaml", "ray.io_rayjobs.yaml", "ray.io_rayservices.yaml")
-INFERENCE_CRDS = ("inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml",
-                  "inference.sagemaker.aws.amazon.com_jumpstartmodels.yaml")
+INFERENCE_CRDS = (
+    "inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml",
+    "inference.sagemaker.aws.amazon.com_jumpstartmodels.yaml",
+)
 KEDA_CRDS = ("keda.sh_scaledobjects.yaml",)
 
 
 def _deploy(name: str, ns: str, image: str, replicas: int = 1) -> Obj:
     labels = {"app.kubernetes.io/name": name}
-    return {"metadata": {"name": name, "namespace": ns, "labels": dict(labels)},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
-                     "template": {"metadata": {"labels": dict(labels)}, "spec": {
-                         "tolerations": [{"operator": "Exists", "key": "CriticalAddonsOnly"}],
-                         "containers": [{"name": "manager", "image": image, "resources": {
-                             "requests": {"cpu": "10m", "memory": "64Mi"}}}]}}}}
+    return {
+        "metadata": {"name": name, "namespace": ns, "labels": dict(labels)},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": dict(labels)},
+                "spec": {
+                    "tolerations": [{"operator": "Exists", "key": "CriticalAddonsOnly"}],
+                    "containers": [
+                        {"name": "manager", "image": image, "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}}}
+                    ],
+                },
+            },
+        },
+    }
 
 
 def _daemon(name: str, ns: str, image: str) -> Obj:
     labels = {"k8s-app": name}
-    return {"metadata": {"name": name, "namespace": ns, "labels": dict(labels)},
-            "spec": {"selector": {"matchLabels": labels},
-                     "template": {"metadata": {"labels": dict(labels)}, "spec": {
-                         "tolerations": [{"operator": "Exists"}],
-                         "containers": [{"name": name, "image": image, "resources": {
-                             "requests": {"cpu": "25m", "memory": "32Mi"}}}]}}}}
+    return {
+        "metadata": {"name": name, "namespace": ns, "labels": dict(labels)},
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": dict(labels)},
+                "spec": {
+                    "tolerations": [{"operator": "Exists"}],
+                    "containers": [
+                        {"name": name, "image": image, "resources": {"requests": {"cpu": "25m", "memory": "32Mi"}}}
+                    ],
+                },
+            },
+        },
+    }
 
 
 ECR = "602401143452.dkr.ecr.us-west-2.amazonaws.com"
@@ -213,43 +260,112 @@ S3_CSI_IMAGE = "public.ecr.aws/mountpoint-s3-csi-driver/aws-mountpoint-s3-csi-dr
 
 # add-on name → (namespace, [("deployment"|"daemonset", manifest)], [CRD sources])
 ADDONS: dict[str, tuple[str, list[tuple[str, Obj]], list[Any]]] = {
-    "vpc-cni": ("kube-system", [("daemonset", _daemon("aws-node", "kube-system", f"{ECR}/amazon-k8s-cni:v1.19.2"))],
-                []),
-    "kube-proxy": ("kube-system", [("daemonset", _daemon("kube-proxy", "kube-system",
-                                                         f"{ECR}/eks/kube-proxy:v1.31.3-eksbuild.2"))], []),
-    "coredns": ("kube-system", [("deployment", _deploy("coredns", "kube-system", f"{ECR}/eks/coredns:v1.11.4", 2))],
-                []),
-    "eks-pod-identity-agent": ("kube-system", [("daemonset", _daemon("eks-pod-identity-agent", "kube-system",
-                                                                     f"{ECR}/eks/eks-pod-identity-agent:0.1.10"))],
-                               []),
-    "cert-manager": ("cert-manager", [
-        ("deployment", _deploy("cert-manager", "cert-manager", "quay.io/jetstack/cert-manager-controller:v1.16.2")),
-        ("deployment", _deploy("cert-manager-webhook", "cert-manager",
-                               "quay.io/jetstack/cert-manager-webhook:v1.16.2")),
-        ("deployment", _deploy("cert-manager-cainjector", "cert-manager",
-                               "quay.io/jetstack/cert-manager-cainjector:v1.16.2"))], []),
-    "aws-fsx-csi-driver": ("kube-system", [
-        ("deployment", _deploy("fsx-csi-controller", "kube-system", FSX_IMAGE, 2)),
-        ("daemonset", _daemon("fsx-csi-node", "kube-system", FSX_IMAGE))],
-        []),
-    "aws-mountpoint-s3-csi-driver": ("kube-system", [
-        ("daemonset", _daemon("s3-csi-node", "kube-system", S3_CSI_IMAGE))],
-        []),
-    "amazon-sagemaker-hyperpod-observability": ("hyperpod-observability", [
-        ("deployment", _deploy("hyperpod-observability-operator", "hyperpod-observability",
-                               "public.ecr.aws/sagemaker/hyperpod-observability:latest"))], []),
-    TRAINING_ADDON: ("aws-hyperpod", [
-        ("deployment", _deploy("hp-training-operator-controller-manager", "aws-hyperpod",
-                               "public.ecr.aws/sagemaker/hyperpod-training-operator:v1.0.0"))],
-        [HYPERPOD_PYTORCHJOB_CRD]),
-    INFERENCE_ADDON: ("hyperpod-inference-system", [
-        ("deployment", _deploy("hyperpod-inference-operator-controller-manager", "hyperpod-inference-system",
-                               "public.ecr.aws/sagemaker/hyperpod-inference-operator:v2.0.0"))], list(INFERENCE_CRDS)),
-    KUBERAY: ("kuberay-system", [("deployment", _deploy("kuberay-operator", "kuberay-system",
-                                                        "quay.io/kuberay/operator:v1.4.0"))], list(RAY_CRDS)),
-    KEDA: ("keda", [("deployment", _deploy("keda-operator", "keda", "ghcr.io/kedacore/keda:2.16.1")),
-                    ("deployment", _deploy("keda-operator-metrics-apiserver", "keda",
-                                           "ghcr.io/kedacore/keda-metrics-apiserver:2.16.1"))], list(KEDA_CRDS)),
+    "vpc-cni": (
+        "kube-system",
+        [("daemonset", _daemon("aws-node", "kube-system", f"{ECR}/amazon-k8s-cni:v1.19.2"))],
+        [],
+    ),
+    "kube-proxy": (
+        "kube-system",
+        [("daemonset", _daemon("kube-proxy", "kube-system", f"{ECR}/eks/kube-proxy:v1.31.3-eksbuild.2"))],
+        [],
+    ),
+    "coredns": (
+        "kube-system",
+        [("deployment", _deploy("coredns", "kube-system", f"{ECR}/eks/coredns:v1.11.4", 2))],
+        [],
+    ),
+    "eks-pod-identity-agent": (
+        "kube-system",
+        [("daemonset", _daemon("eks-pod-identity-agent", "kube-system", f"{ECR}/eks/eks-pod-identity-agent:0.1.10"))],
+        [],
+    ),
+    "cert-manager": (
+        "cert-manager",
+        [
+            ("deployment", _deploy("cert-manager", "cert-manager", "quay.io/jetstack/cert-manager-controller:v1.16.2")),
+            (
+                "deployment",
+                _deploy("cert-manager-webhook", "cert-manager", "quay.io/jetstack/cert-manager-webhook:v1.16.2"),
+            ),
+            (
+                "deployment",
+                _deploy("cert-manager-cainjector", "cert-manager", "quay.io/jetstack/cert-manager-cainjector:v1.16.2"),
+            ),
+        ],
+        [],
+    ),
+    "aws-fsx-csi-driver": (
+        "kube-system",
+        [
+            ("deployment", _deploy("fsx-csi-controller", "kube-system", FSX_IMAGE, 2)),
+            ("daemonset", _daemon("fsx-csi-node", "kube-system", FSX_IMAGE)),
+        ],
+        [],
+    ),
+    "aws-mountpoint-s3-csi-driver": (
+        "kube-system",
+        [("daemonset", _daemon("s3-csi-node", "kube-system", S3_CSI_IMAGE))],
+        [],
+    ),
+    "amazon-sagemaker-hyperpod-observability": (
+        "hyperpod-observability",
+        [
+            (
+                "deployment",
+                _deploy(
+                    "hyperpod-observability-operator",
+                    "hyperpod-observability",
+                    "public.ecr.aws/sagemaker/hyperpod-observability:latest",
+                ),
+            )
+        ],
+        [],
+    ),
+    TRAINING_ADDON: (
+        "aws-hyperpod",
+        [
+            (
+                "deployment",
+                _deploy(
+                    "hp-training-operator-controller-manager",
+                    "aws-hyperpod",
+                    "public.ecr.aws/sagemaker/hyperpod-training-operator:v1.0.0",
+                ),
+            )
+        ],
+        [HYPERPOD_PYTORCHJOB_CRD],
+    ),
+    INFERENCE_ADDON: (
+        "hyperpod-inference-system",
+        [
+            (
+                "deployment",
+                _deploy(
+                    "hyperpod-inference-operator-controller-manager",
+                    "hyperpod-inference-system",
+                    "public.ecr.aws/sagemaker/hyperpod-inference-operator:v2.0.0",
+                ),
+            )
+        ],
+        list(INFERENCE_CRDS),
+    ),
+    KUBERAY: (
+        "kuberay-system",
+        [("deployment", _deploy("kuberay-operator", "kuberay-system", "quay.io/kuberay/operator:v1.4.0"))],
+        list(RAY_CRDS),
+    ),
+    KEDA: (
+        "keda",
+        [
+            ("deployment", _deploy("keda-operator", "keda", "ghcr.io/kedacore/keda:2.16.1")),
+            (
+                "deployment",
+                _deploy("keda-operator-metrics-apiserver", "keda", "ghcr.io/kedacore/keda-metrics-apiserver:2.16.1"),
+            ),
+        ],
+        list(KEDA_CRDS),
+    ),
 }
 
 # operators a user may install without an EKS add-on: Deployment names that count as "installed"
@@ -272,8 +388,11 @@ def install_crd(c: Cluster, crd: Obj) -> None:
     if c.get(CRD_GR, "", name) is None:
         body = clone(crd)
         body.pop("status", None)
-        body["metadata"] = {"name": name, "labels": {MANAGED_LABEL: "true"},
-                            "annotations": dict(crd["metadata"].get("annotations") or {})}
+        body["metadata"] = {
+            "name": name,
+            "labels": {MANAGED_LABEL: "true"},
+            "annotations": dict(crd["metadata"].get("annotations") or {}),
+        }
         c.create(rt, body)
 
 

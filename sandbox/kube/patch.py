@@ -100,8 +100,9 @@ def _remove(doc: Any, parts: list[str]) -> Any:
         except (ValueError, IndexError):
             raise ApiError(422, "Invalid", "jsonpatch remove: index out of range")
     if not isinstance(parent, dict) or last not in parent:
-        raise ApiError(422, "Invalid", f"jsonpatch remove operation does not apply: doc is missing path: "
-                       f"/{'/'.join(parts)}")
+        raise ApiError(
+            422, "Invalid", f"jsonpatch remove operation does not apply: doc is missing path: /{'/'.join(parts)}"
+        )
     return parent.pop(last)
 
 
@@ -154,8 +155,10 @@ def strategic_merge(target: Any, patch: Any) -> Any:
     result = clone(target) if isinstance(target, dict) else {}
     retain = patch.get("$retainKeys")
     for k, v in patch.items():
-        if k.startswith("$setElementOrder/") or k.startswith("$deleteFromPrimitiveList/") or k in (
-            "$retainKeys", "$patch"
+        if (
+            k.startswith("$setElementOrder/")
+            or k.startswith("$deleteFromPrimitiveList/")
+            or k in ("$retainKeys", "$patch")
         ):
             if k.startswith("$deleteFromPrimitiveList/"):
                 fld = k.split("/", 1)[1]

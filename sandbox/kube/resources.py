@@ -55,35 +55,101 @@ class ResourceType:
         out = [main]
         for sub in self.subresources:
             if sub == "status":
-                out.append({"name": f"{self.plural}/status", "singularName": "", "namespaced": self.namespaced,
-                            "kind": self.kind, "verbs": ["get", "patch", "update"]})
+                out.append(
+                    {
+                        "name": f"{self.plural}/status",
+                        "singularName": "",
+                        "namespaced": self.namespaced,
+                        "kind": self.kind,
+                        "verbs": ["get", "patch", "update"],
+                    }
+                )
             elif sub == "scale":
-                out.append({"name": f"{self.plural}/scale", "singularName": "", "namespaced": self.namespaced,
-                            "group": "autoscaling", "version": "v1", "kind": "Scale",
-                            "verbs": ["get", "patch", "update"]})
+                out.append(
+                    {
+                        "name": f"{self.plural}/scale",
+                        "singularName": "",
+                        "namespaced": self.namespaced,
+                        "group": "autoscaling",
+                        "version": "v1",
+                        "kind": "Scale",
+                        "verbs": ["get", "patch", "update"],
+                    }
+                )
             elif sub == "log":
-                out.append({"name": f"{self.plural}/log", "singularName": "", "namespaced": True,
-                            "kind": "Pod", "verbs": ["get"]})
+                out.append(
+                    {
+                        "name": f"{self.plural}/log",
+                        "singularName": "",
+                        "namespaced": True,
+                        "kind": "Pod",
+                        "verbs": ["get"],
+                    }
+                )
             elif sub == "eviction":
-                out.append({"name": f"{self.plural}/eviction", "singularName": "", "namespaced": True,
-                            "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"]})
+                out.append(
+                    {
+                        "name": f"{self.plural}/eviction",
+                        "singularName": "",
+                        "namespaced": True,
+                        "group": "policy",
+                        "version": "v1",
+                        "kind": "Eviction",
+                        "verbs": ["create"],
+                    }
+                )
         return out
 
 
-def _rt(group: str, version: str, plural: str, kind: str, namespaced: bool, short: list[str] | None = None,
-        sub: tuple[str, ...] = (), categories: list[str] | None = None,
-        verbs: list[str] | None = None) -> ResourceType:
-    return ResourceType(group, version, plural, kind, namespaced, short or [], kind.lower(), sub,
-                        categories or [], verbs or list(ALL_VERBS))
+def _rt(
+    group: str,
+    version: str,
+    plural: str,
+    kind: str,
+    namespaced: bool,
+    short: list[str] | None = None,
+    sub: tuple[str, ...] = (),
+    categories: list[str] | None = None,
+    verbs: list[str] | None = None,
+) -> ResourceType:
+    return ResourceType(
+        group,
+        version,
+        plural,
+        kind,
+        namespaced,
+        short or [],
+        kind.lower(),
+        sub,
+        categories or [],
+        verbs or list(ALL_VERBS),
+    )
 
 
 BUILTIN: list[ResourceType] = [
-    _rt("", "v1", "namespaces", "Namespace", False, ["ns"], ("status",),
-        verbs=["create", "delete", "get", "list", "patch", "update", "watch"]),
+    _rt(
+        "",
+        "v1",
+        "namespaces",
+        "Namespace",
+        False,
+        ["ns"],
+        ("status",),
+        verbs=["create", "delete", "get", "list", "patch", "update", "watch"],
+    ),
     _rt("", "v1", "nodes", "Node", False, ["no"], ("status",)),
     _rt("", "v1", "pods", "Pod", True, ["po"], ("status", "log", "eviction"), ["all"]),
-    _rt("", "v1", "services", "Service", True, ["svc"], ("status",), ["all"],
-        verbs=["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]),
+    _rt(
+        "",
+        "v1",
+        "services",
+        "Service",
+        True,
+        ["svc"],
+        ("status",),
+        ["all"],
+        verbs=["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+    ),
     _rt("", "v1", "endpoints", "Endpoints", True, ["ep"]),
     _rt("", "v1", "configmaps", "ConfigMap", True, ["cm"]),
     _rt("", "v1", "secrets", "Secret", True),
@@ -100,14 +166,22 @@ BUILTIN: list[ResourceType] = [
     _rt("apps", "v1", "controllerrevisions", "ControllerRevision", True),
     _rt("batch", "v1", "jobs", "Job", True, [], ("status",), ["all"]),
     _rt("batch", "v1", "cronjobs", "CronJob", True, ["cj"], ("status",), ["all"]),
-    _rt("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True, ["hpa"],
-        ("status",), ["all"]),
+    _rt(
+        "autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True, ["hpa"], ("status",), ["all"]
+    ),
     _rt("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
     _rt("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
     _rt("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
     _rt("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
-    _rt("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False,
-        ["crd", "crds"], ("status",)),
+    _rt(
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+        False,
+        ["crd", "crds"],
+        ("status",),
+    ),
     _rt("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, ["sc"]),
     _rt("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False),
     _rt("coordination.k8s.io", "v1", "leases", "Lease", True),
@@ -115,10 +189,10 @@ BUILTIN: list[ResourceType] = [
     _rt("networking.k8s.io", "v1", "ingresses", "Ingress", True, ["ing"], ("status",)),
     _rt("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True, ["netpol"]),
     _rt("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ["pc"]),
-    _rt("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
-        "MutatingWebhookConfiguration", False),
-    _rt("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
-        "ValidatingWebhookConfiguration", False),
+    _rt("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", False),
+    _rt(
+        "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", False
+    ),
 ]
 
 # Preferred-version order of groups in /apis (core is separate under /api).
@@ -142,16 +216,18 @@ def types_from_crd(crd: dict[str, Any]) -> list[ResourceType]:
             subs.append("status")
         if "scale" in sr:
             subs.append("scale")
-        out.append(ResourceType(
-            group=spec.get("group", ""),
-            version=v["name"],
-            plural=names.get("plural", ""),
-            kind=names.get("kind", ""),
-            namespaced=spec.get("scope", "Namespaced") == "Namespaced",
-            short_names=list(names.get("shortNames") or []),
-            singular=names.get("singular") or names.get("kind", "").lower(),
-            subresources=tuple(subs),
-            categories=list(names.get("categories") or []),
-            crd=crd["metadata"]["name"],
-        ))
+        out.append(
+            ResourceType(
+                group=spec.get("group", ""),
+                version=v["name"],
+                plural=names.get("plural", ""),
+                kind=names.get("kind", ""),
+                namespaced=spec.get("scope", "Namespaced") == "Namespaced",
+                short_names=list(names.get("shortNames") or []),
+                singular=names.get("singular") or names.get("kind", "").lower(),
+                subresources=tuple(subs),
+                categories=list(names.get("categories") or []),
+                crd=crd["metadata"]["name"],
+            )
+        )
     return out

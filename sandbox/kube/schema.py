@@ -101,20 +101,30 @@ class SchemaValidator:
                 want = e.validator_value
                 want_s = want if isinstance(want, str) else " or ".join(want)
                 got = _json_type(e.instance)
-                causes.append(cause(path, f'Invalid value: "{got}": {path} in body must be of type '
-                                          f'{want_s}: "{got}"', "FieldValueTypeInvalid"))
+                causes.append(
+                    cause(
+                        path,
+                        f'Invalid value: "{got}": {path} in body must be of type {want_s}: "{got}"',
+                        "FieldValueTypeInvalid",
+                    )
+                )
             elif e.validator == "enum":
                 vals = ", ".join(json.dumps(x) for x in e.validator_value)
-                causes.append(cause(path, f"Unsupported value: {_value_repr(e.instance)}: supported values: "
-                                          f"{vals}", "FieldValueNotSupported"))
+                causes.append(
+                    cause(
+                        path,
+                        f"Unsupported value: {_value_repr(e.instance)}: supported values: {vals}",
+                        "FieldValueNotSupported",
+                    )
+                )
             else:
-                causes.append(cause(path, f"Invalid value: {_value_repr(e.instance)}: {path} in body "
-                                          f"{e.message}"))
+                causes.append(cause(path, f"Invalid value: {_value_repr(e.instance)}: {path} in body {e.message}"))
         return causes
 
 
-def prune(obj: Any, schema: dict[str, Any] | None, root: bool = False, path: str = "",
-          removed: list[str] | None = None) -> Any:
+def prune(
+    obj: Any, schema: dict[str, Any] | None, root: bool = False, path: str = "", removed: list[str] | None = None
+) -> Any:
     """Drop fields the schema does not know (apiserver pruning), in place; returns obj.
     The dropped fields' paths are appended to `removed` (for fieldValidation=Strict)."""
     if not isinstance(schema, dict) or schema.get("x-kubernetes-preserve-unknown-fields"):

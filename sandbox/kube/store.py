@@ -146,10 +146,8 @@ class Cluster:
     def list(self, gr: str, namespace: str | None = None) -> list[Obj]:
         items = self.objects.get(gr, {})
         if namespace is None:
-            return sorted(items.values(), key=lambda o: (o["metadata"].get("namespace", ""),
-                                                         o["metadata"]["name"]))
-        return sorted((o for (ns, _n), o in items.items() if ns == namespace),
-                      key=lambda o: o["metadata"]["name"])
+            return sorted(items.values(), key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
+        return sorted((o for (ns, _n), o in items.items() if ns == namespace), key=lambda o: o["metadata"]["name"])
 
     def by_uid(self, uid: str) -> tuple[str, Obj] | None:
         for gr, items in self.objects.items():
@@ -165,12 +163,23 @@ class Cluster:
         return self.rv
 
     def _emit(self, etype: str, gr: str, obj: Obj, old: Obj | None) -> None:
-        self.history.append(WatchEvent(int(obj["metadata"]["resourceVersion"]), etype, gr,
-                                       obj["metadata"].get("namespace", ""), obj, old))
+        self.history.append(
+            WatchEvent(
+                int(obj["metadata"]["resourceVersion"]), etype, gr, obj["metadata"].get("namespace", ""), obj, old
+            )
+        )
         self.cond.notify_all()
 
-    def create(self, rt: ResourceType, obj: Obj, namespace: str = "", *, keep_status: bool = False,
-               field_manager: str | None = None, dry_run: bool = False) -> Obj:
+    def create(
+        self,
+        rt: ResourceType,
+        obj: Obj,
+        namespace: str = "",
+        *,
+        keep_status: bool = False,
+        field_manager: str | None = None,
+        dry_run: bool = False,
+    ) -> Obj:
         obj = clone(obj)
         obj["apiVersion"] = rt.api_version
         obj["kind"] = rt.kind
@@ -180,16 +189,20 @@ class Cluster:
         if rt.namespaced:
             ns = namespace or meta.get("namespace") or "default"
             if meta.get("namespace") and namespace and meta["namespace"] != namespace:
-                raise ApiError(400, "BadRequest", "the namespace of the provided object does not match "
-                                                  "the namespace sent on the request")
+                raise ApiError(
+                    400,
+                    "BadRequest",
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                )
             meta["namespace"] = ns
             nso = self.get("/namespaces", "", ns)
             if nso is None:
-                raise ApiError(404, "NotFound", f'namespaces "{ns}" not found',
-                               {"name": ns, "kind": "namespaces"})
+                raise ApiError(404, "NotFound", f'namespaces "{ns}" not found', {"name": ns, "kind": "namespaces"})
             if nso["metadata"].get("deletionTimestamp") and rt.gr != "/events":
-                raise forbidden(f'{rt.plural} "{meta.get("name", "")}" is forbidden: unable to create new '
-                                f"content in namespace {ns} because it is being terminated")
+                raise forbidden(
+                    f'{rt.plural} "{meta.get("name", "")}" is forbidden: unable to create new '
+                    f"content in namespace {ns} because it is being terminated"
+                )
         else:
             meta.pop("namespace", None)
             ns = ""
@@ -201,12 +214,22 @@ class Cluster:
                     break
         name = meta.get("name")
         if not name:
-            raise ApiError(422 if meta.get("generateName") is None else 500, "Invalid",
-                           f"{rt.kind} \"\" is invalid: metadata.name: Required value: name or generateName "
-                           "is required",
-                           {"kind": rt.kind, "group": rt.group, "causes": [
-                               {"reason": "FieldValueRequired", "message": "Required value: name or "
-                                "generateName is required", "field": "metadata.name"}]})
+            raise ApiError(
+                422 if meta.get("generateName") is None else 500,
+                "Invalid",
+                f'{rt.kind} "" is invalid: metadata.name: Required value: name or generateName is required',
+                {
+                    "kind": rt.kind,
+                    "group": rt.group,
+                    "causes": [
+                        {
+                            "reason": "FieldValueRequired",
+                            "message": "Required value: name or generateName is required",
+                            "field": "metadata.name",
+                        }
+                    ],
+                },
+            )
         if self.get(rt.gr, ns, name) is not None:
             raise already_exists(rt.group, rt.plural, name)
         if rt.has_status and not keep_status:
@@ -223,8 +246,7 @@ class Cluster:
         if "spec" in obj or rt.crd:
             meta["generation"] = 1
         if field_manager:
-            meta["managedFields"] = [_managed(field_manager, "Update" if field_manager != "apply" else "Apply",
-                                              rt)]
+            meta["managedFields"] = [_managed(field_manager, "Update" if field_manager != "apply" else "Apply", rt)]
         meta["resourceVersion"] = str(self._next_rv())
         self.bucket(rt.gr)[(ns, name)] = obj
         if rt.gr == CRD_GR:
@@ -234,8 +256,16 @@ class Cluster:
         admission.after_create(self, rt, obj)
         return obj
 
-    def replace(self, rt: ResourceType, obj: Obj, *, subresource: str | None = None,
-                field_manager: str | None = None, check_rv: bool = True, dry_run: bool = False) -> Obj:
+    def replace(
+        self,
+        rt: ResourceType,
+        obj: Obj,
+        *,
+        subresource: str | None = None,
+        field_manager: str | None = None,
+        check_rv: bool = True,
+        dry_run: bool = False,
+    ) -> Obj:
         """PUT semantics. subresource="status" changes only status; None ignores status changes
         when the type has a status subresource. Controllers pass subresource="all" to write both."""
         meta = obj.get("metadata") or {}
@@ -256,8 +286,14 @@ class Cluster:
             new["apiVersion"] = rt.api_version
             new["kind"] = rt.kind
             nm = new.setdefault("metadata", {})
-            for k in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
-                      "generation", "namespace"):
+            for k in (
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+                "namespace",
+            ):
                 if k in old["metadata"]:
                     nm[k] = old["metadata"][k]
                 else:
@@ -314,9 +350,17 @@ class Cluster:
         obj["metadata"].pop("resourceVersion", None)
         return self.replace(rt, obj, subresource="all", check_rv=False)
 
-    def delete(self, rt: ResourceType, namespace: str, name: str, *, propagation: str = "Background",
-               precondition_uid: str | None = None, precondition_rv: str | None = None,
-               dry_run: bool = False) -> Obj:
+    def delete(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        *,
+        propagation: str = "Background",
+        precondition_uid: str | None = None,
+        precondition_rv: str | None = None,
+        dry_run: bool = False,
+    ) -> Obj:
         obj = self.must_get(rt, namespace, name)
         if precondition_uid and precondition_uid != obj["metadata"]["uid"]:
             raise conflict(rt.group, rt.plural, name)
@@ -396,8 +440,7 @@ class Cluster:
     def _orphan(self, uid: str, namespace: str) -> None:
         for gr, dep in self._dependents(uid, namespace):
             new = clone(dep)
-            new["metadata"]["ownerReferences"] = [r for r in new["metadata"]["ownerReferences"]
-                                                  if r.get("uid") != uid]
+            new["metadata"]["ownerReferences"] = [r for r in new["metadata"]["ownerReferences"] if r.get("uid") != uid]
             if not new["metadata"]["ownerReferences"]:
                 del new["metadata"]["ownerReferences"]
             self._write_modified(gr, new, dep)
@@ -424,10 +467,20 @@ class Cluster:
                 "acceptedNames": names,
                 "storedVersions": [v["name"] for v in crd["spec"].get("versions", []) if v.get("storage")],
                 "conditions": [
-                    {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
-                     "message": "no conflicts found", "lastTransitionTime": now_iso()},
-                    {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
-                     "message": "the initial names have been accepted", "lastTransitionTime": now_iso()},
+                    {
+                        "type": "NamesAccepted",
+                        "status": "True",
+                        "reason": "NoConflicts",
+                        "message": "no conflicts found",
+                        "lastTransitionTime": now_iso(),
+                    },
+                    {
+                        "type": "Established",
+                        "status": "True",
+                        "reason": "InitialNamesAccepted",
+                        "message": "the initial names have been accepted",
+                        "lastTransitionTime": now_iso(),
+                    },
                 ],
             }
             new["metadata"]["resourceVersion"] = str(self._next_rv())
@@ -450,8 +503,9 @@ class Cluster:
             del lines[: len(lines) - MAX_LOG_LINES]
         self.cond.notify_all()
 
-    def record_event(self, obj: Obj, reason: str, message: str, etype: str = "Normal",
-                     component: str = "kubelet") -> None:
+    def record_event(
+        self, obj: Obj, reason: str, message: str, etype: str = "Normal", component: str = "kubelet"
+    ) -> None:
         meta = obj["metadata"]
         ns = meta.get("namespace") or "default"
         if self.get("/namespaces", "", ns) is None:
@@ -472,15 +526,31 @@ class Cluster:
         rt = self.type_by_gr("/events")
         assert rt is not None
         api_version = obj.get("apiVersion", "v1")
-        self.create(rt, {
-            "metadata": {"name": name, "namespace": ns},
-            "involvedObject": {"kind": obj.get("kind"), "namespace": meta.get("namespace"),
-                               "name": meta["name"], "uid": meta.get("uid"), "apiVersion": api_version,
-                               "resourceVersion": meta.get("resourceVersion")},
-            "reason": reason, "message": message, "type": etype, "count": 1,
-            "source": {"component": component}, "firstTimestamp": ts, "lastTimestamp": ts,
-            "eventTime": None, "reportingComponent": component, "reportingInstance": "",
-        }, ns)
+        self.create(
+            rt,
+            {
+                "metadata": {"name": name, "namespace": ns},
+                "involvedObject": {
+                    "kind": obj.get("kind"),
+                    "namespace": meta.get("namespace"),
+                    "name": meta["name"],
+                    "uid": meta.get("uid"),
+                    "apiVersion": api_version,
+                    "resourceVersion": meta.get("resourceVersion"),
+                },
+                "reason": reason,
+                "message": message,
+                "type": etype,
+                "count": 1,
+                "source": {"component": component},
+                "firstTimestamp": ts,
+                "lastTimestamp": ts,
+                "eventTime": None,
+                "reportingComponent": component,
+                "reportingInstance": "",
+            },
+            ns,
+        )
         idx[dedupe] = name
         events = self.objects.get("/events", {})
         if len(events) > MAX_EVENTS:
@@ -499,9 +569,14 @@ class Cluster:
 
     def snapshot(self) -> dict[str, Any]:
         return {
-            "key": self.key, "version": self.version, "rv": self.rv,
+            "key": self.key,
+            "version": self.version,
+            "rv": self.rv,
             "objects": {gr: list(items.values()) for gr, items in self.objects.items()},
-            "logs": self.logs, "sim": self.sim, "addons": sorted(self.addons), "counters": self.counters,
+            "logs": self.logs,
+            "sim": self.sim,
+            "addons": sorted(self.addons),
+            "counters": self.counters,
             "saved_at": time.time(),
         }
 
@@ -520,8 +595,14 @@ class Cluster:
 
 
 def _managed(manager: str, operation: str, rt: ResourceType) -> dict[str, Any]:
-    return {"manager": manager, "operation": operation, "apiVersion": rt.api_version, "time": now_iso(),
-            "fieldsType": "FieldsV1", "fieldsV1": {}}
+    return {
+        "manager": manager,
+        "operation": operation,
+        "apiVersion": rt.api_version,
+        "time": now_iso(),
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {},
+    }
 
 
 def _merge_managed(existing: Any, manager: str, rt: ResourceType, operation: str = "Update") -> list[Any]:

@@ -26,8 +26,13 @@ def age(ts: str | None) -> str:
 
 
 def _col(name: str, typ: str = "string", priority: int = 0) -> dict[str, Any]:
-    return {"name": name, "type": typ, "format": "name" if name == "Name" else "", "description": name,
-            "priority": priority}
+    return {
+        "name": name,
+        "type": typ,
+        "format": "name" if name == "Name" else "",
+        "description": name,
+        "priority": priority,
+    }
 
 
 def _pod_row(o: Obj) -> list[Any]:
@@ -46,8 +51,15 @@ def _pod_row(o: Obj) -> list[Any]:
             status = t["reason"]
     if o["metadata"].get("deletionTimestamp"):
         status = "Terminating"
-    return [o["metadata"]["name"], f"{ready}/{n}", status, restarts, age(o["metadata"].get("creationTimestamp")),
-            st.get("podIP", "<none>"), (o.get("spec") or {}).get("nodeName", "<none>")]
+    return [
+        o["metadata"]["name"],
+        f"{ready}/{n}",
+        status,
+        restarts,
+        age(o["metadata"].get("creationTimestamp")),
+        st.get("podIP", "<none>"),
+        (o.get("spec") or {}).get("nodeName", "<none>"),
+    ]
 
 
 def _node_row(o: Obj) -> list[Any]:
@@ -58,76 +70,131 @@ def _node_row(o: Obj) -> list[Any]:
     labels = o["metadata"].get("labels") or {}
     roles = ",".join(sorted(k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/")))
     info = (o.get("status") or {}).get("nodeInfo") or {}
-    return [o["metadata"]["name"], status, roles or "<none>", age(o["metadata"].get("creationTimestamp")),
-            info.get("kubeletVersion", "")]
+    return [
+        o["metadata"]["name"],
+        status,
+        roles or "<none>",
+        age(o["metadata"].get("creationTimestamp")),
+        info.get("kubeletVersion", ""),
+    ]
 
 
 def _deploy_row(o: Obj) -> list[Any]:
     st = o.get("status") or {}
     want = (o.get("spec") or {}).get("replicas", 1)
-    return [o["metadata"]["name"], f"{st.get('readyReplicas', 0)}/{want}", st.get("updatedReplicas", 0),
-            st.get("availableReplicas", 0), age(o["metadata"].get("creationTimestamp"))]
+    return [
+        o["metadata"]["name"],
+        f"{st.get('readyReplicas', 0)}/{want}",
+        st.get("updatedReplicas", 0),
+        st.get("availableReplicas", 0),
+        age(o["metadata"].get("creationTimestamp")),
+    ]
 
 
 def _svc_row(o: Obj) -> list[Any]:
     spec = o.get("spec") or {}
     ing = ((o.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
     ext = ",".join(i.get("hostname") or i.get("ip", "") for i in ing) or (
-        "<pending>" if spec.get("type") == "LoadBalancer" else "<none>")
-    ports = ",".join(f"{p.get('port')}{':' + str(p['nodePort']) if p.get('nodePort') else ''}/"
-                     f"{p.get('protocol', 'TCP')}" for p in spec.get("ports") or []) or "<none>"
-    return [o["metadata"]["name"], spec.get("type", "ClusterIP"), spec.get("clusterIP", "<none>"), ext, ports,
-            age(o["metadata"].get("creationTimestamp"))]
+        "<pending>" if spec.get("type") == "LoadBalancer" else "<none>"
+    )
+    ports = (
+        ",".join(
+            f"{p.get('port')}{':' + str(p['nodePort']) if p.get('nodePort') else ''}/{p.get('protocol', 'TCP')}"
+            for p in spec.get("ports") or []
+        )
+        or "<none>"
+    )
+    return [
+        o["metadata"]["name"],
+        spec.get("type", "ClusterIP"),
+        spec.get("clusterIP", "<none>"),
+        ext,
+        ports,
+        age(o["metadata"].get("creationTimestamp")),
+    ]
 
 
 def _job_row(o: Obj) -> list[Any]:
     st = o.get("status") or {}
     conds = {c.get("type"): c.get("status") for c in st.get("conditions") or []}
-    status = "Complete" if conds.get("Complete") == "True" else "Failed" if conds.get("Failed") == "True" \
-        else "Running"
-    return [o["metadata"]["name"], status, f"{st.get('succeeded', 0)}/{(o.get('spec') or {}).get('completions', 1)}",
-            age(o["metadata"].get("creationTimestamp"))]
+    status = "Complete" if conds.get("Complete") == "True" else "Failed" if conds.get("Failed") == "True" else "Running"
+    return [
+        o["metadata"]["name"],
+        status,
+        f"{st.get('succeeded', 0)}/{(o.get('spec') or {}).get('completions', 1)}",
+        age(o["metadata"].get("creationTimestamp")),
+    ]
 
 
 def _rs_row(o: Obj) -> list[Any]:
     st = o.get("status") or {}
-    return [o["metadata"]["name"], (o.get("spec") or {}).get("replicas", 0), st.get("replicas", 0),
-            st.get("readyReplicas", 0), age(o["metadata"].get("creationTimestamp"))]
+    return [
+        o["metadata"]["name"],
+        (o.get("spec") or {}).get("replicas", 0),
+        st.get("replicas", 0),
+        st.get("readyReplicas", 0),
+        age(o["metadata"].get("creationTimestamp")),
+    ]
 
 
 def _ds_row(o: Obj) -> list[Any]:
     st = o.get("status") or {}
-    return [o["metadata"]["name"], st.get("desiredNumberScheduled", 0), st.get("currentNumberScheduled", 0),
-            st.get("numberReady", 0), st.get("updatedNumberScheduled", 0), st.get("numberAvailable", 0),
-            age(o["metadata"].get("creationTimestamp"))]
+    return [
+        o["metadata"]["name"],
+        st.get("desiredNumberScheduled", 0),
+        st.get("currentNumberScheduled", 0),
+        st.get("numberReady", 0),
+        st.get("updatedNumberScheduled", 0),
+        st.get("numberAvailable", 0),
+        age(o["metadata"].get("creationTimestamp")),
+    ]
 
 
 def _sts_row(o: Obj) -> list[Any]:
     st = o.get("status") or {}
-    return [o["metadata"]["name"], f"{st.get('readyReplicas', 0)}/{(o.get('spec') or {}).get('replicas', 1)}",
-            age(o["metadata"].get("creationTimestamp"))]
+    return [
+        o["metadata"]["name"],
+        f"{st.get('readyReplicas', 0)}/{(o.get('spec') or {}).get('replicas', 1)}",
+        age(o["metadata"].get("creationTimestamp")),
+    ]
 
 
 def _event_row(o: Obj) -> list[Any]:
     inv = o.get("involvedObject") or {}
-    return [age(o.get("lastTimestamp") or o["metadata"].get("creationTimestamp")), o.get("type", ""),
-            o.get("reason", ""), f"{str(inv.get('kind', '')).lower()}/{inv.get('name', '')}", o.get("message", "")]
+    return [
+        age(o.get("lastTimestamp") or o["metadata"].get("creationTimestamp")),
+        o.get("type", ""),
+        o.get("reason", ""),
+        f"{str(inv.get('kind', '')).lower()}/{inv.get('name', '')}",
+        o.get("message", ""),
+    ]
 
 
 def _ns_row(o: Obj) -> list[Any]:
-    return [o["metadata"]["name"], (o.get("status") or {}).get("phase", "Active"),
-            age(o["metadata"].get("creationTimestamp"))]
+    return [
+        o["metadata"]["name"],
+        (o.get("status") or {}).get("phase", "Active"),
+        age(o["metadata"].get("creationTimestamp")),
+    ]
 
 
 def _cm_row(o: Obj) -> list[Any]:
-    return [o["metadata"]["name"], len(o.get("data") or {}) + len(o.get("binaryData") or {}),
-            age(o["metadata"].get("creationTimestamp"))]
+    return [
+        o["metadata"]["name"],
+        len(o.get("data") or {}) + len(o.get("binaryData") or {}),
+        age(o["metadata"].get("creationTimestamp")),
+    ]
 
 
 def _pvc_row(o: Obj) -> list[Any]:
     st = o.get("status") or {}
-    return [o["metadata"]["name"], st.get("phase", "Pending"), (o.get("spec") or {}).get("volumeName", ""),
-            (st.get("capacity") or {}).get("storage", ""), age(o["metadata"].get("creationTimestamp"))]
+    return [
+        o["metadata"]["name"],
+        st.get("phase", "Pending"),
+        (o.get("spec") or {}).get("volumeName", ""),
+        (st.get("capacity") or {}).get("storage", ""),
+        age(o["metadata"].get("creationTimestamp")),
+    ]
 
 
 def jsonpath(obj: Any, path: str) -> Any:
@@ -149,9 +216,16 @@ def jsonpath(obj: Any, path: str) -> Any:
 
 def crd_columns(columns: list[Obj]) -> tuple[list[dict[str, Any]], Any]:
     """Table layout from a CRD version's additionalPrinterColumns (+ NAME, and AGE when absent)."""
-    cols = [_col("Name")] + [{"name": c.get("name", ""), "type": c.get("type", "string"), "format": "",
-                              "description": c.get("description", ""), "priority": c.get("priority", 0)}
-                             for c in columns]
+    cols = [_col("Name")] + [
+        {
+            "name": c.get("name", ""),
+            "type": c.get("type", "string"),
+            "format": "",
+            "description": c.get("description", ""),
+            "priority": c.get("priority", 0),
+        }
+        for c in columns
+    ]
     has_age = any(c.get("jsonPath") == ".metadata.creationTimestamp" for c in columns)
     if not has_age:
         cols.append(_col("Age"))
@@ -171,24 +245,49 @@ def crd_columns(columns: list[Obj]) -> tuple[list[dict[str, Any]], Any]:
 
 
 KINDS: dict[str, tuple[list[dict[str, Any]], Any]] = {
-    "Pod": ([_col("Name"), _col("Ready"), _col("Status"), _col("Restarts", "integer"), _col("Age"),
-             _col("IP", priority=1), _col("Node", priority=1)], _pod_row),
+    "Pod": (
+        [
+            _col("Name"),
+            _col("Ready"),
+            _col("Status"),
+            _col("Restarts", "integer"),
+            _col("Age"),
+            _col("IP", priority=1),
+            _col("Node", priority=1),
+        ],
+        _pod_row,
+    ),
     "Node": ([_col("Name"), _col("Status"), _col("Roles"), _col("Age"), _col("Version")], _node_row),
-    "Deployment": ([_col("Name"), _col("Ready"), _col("Up-to-date", "integer"), _col("Available", "integer"),
-                    _col("Age")], _deploy_row),
-    "Service": ([_col("Name"), _col("Type"), _col("Cluster-IP"), _col("External-IP"), _col("Port(s)"),
-                 _col("Age")], _svc_row),
+    "Deployment": (
+        [_col("Name"), _col("Ready"), _col("Up-to-date", "integer"), _col("Available", "integer"), _col("Age")],
+        _deploy_row,
+    ),
+    "Service": (
+        [_col("Name"), _col("Type"), _col("Cluster-IP"), _col("External-IP"), _col("Port(s)"), _col("Age")],
+        _svc_row,
+    ),
     "Job": ([_col("Name"), _col("Status"), _col("Completions"), _col("Age")], _job_row),
-    "ReplicaSet": ([_col("Name"), _col("Desired", "integer"), _col("Current", "integer"), _col("Ready", "integer"),
-                    _col("Age")], _rs_row),
-    "DaemonSet": ([_col("Name"), _col("Desired", "integer"), _col("Current", "integer"), _col("Ready", "integer"),
-                   _col("Up-to-date", "integer"), _col("Available", "integer"), _col("Age")], _ds_row),
+    "ReplicaSet": (
+        [_col("Name"), _col("Desired", "integer"), _col("Current", "integer"), _col("Ready", "integer"), _col("Age")],
+        _rs_row,
+    ),
+    "DaemonSet": (
+        [
+            _col("Name"),
+            _col("Desired", "integer"),
+            _col("Current", "integer"),
+            _col("Ready", "integer"),
+            _col("Up-to-date", "integer"),
+            _col("Available", "integer"),
+            _col("Age"),
+        ],
+        _ds_row,
+    ),
     "StatefulSet": ([_col("Name"), _col("Ready"), _col("Age")], _sts_row),
     "Event": ([_col("Last Seen"), _col("Type"), _col("Reason"), _col("Object"), _col("Message")], _event_row),
     "Namespace": ([_col("Name"), _col("Status"), _col("Age")], _ns_row),
     "ConfigMap": ([_col("Name"), _col("Data", "integer"), _col("Age")], _cm_row),
-    "PersistentVolumeClaim": ([_col("Name"), _col("Status"), _col("Volume"), _col("Capacity"), _col("Age")],
-                              _pvc_row),
+    "PersistentVolumeClaim": ([_col("Name"), _col("Status"), _col("Volume"), _col("Capacity"), _col("Age")], _pvc_row),
 }
 
 
@@ -200,13 +299,23 @@ def _row_object(o: Obj, include: str) -> Obj | None:
     return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]}
 
 
-def to_table(kind: str, items: list[Obj], resource_version: str, include: str = "Metadata",
-             printer_columns: list[Obj] | None = None) -> dict[str, Any]:
+def to_table(
+    kind: str,
+    items: list[Obj],
+    resource_version: str,
+    include: str = "Metadata",
+    printer_columns: list[Obj] | None = None,
+) -> dict[str, Any]:
     if printer_columns:
         cols, row = crd_columns(printer_columns)
     else:
-        cols, row = KINDS.get(kind, ([_col("Name"), _col("Age")],
-                                     lambda o: [o["metadata"]["name"], age(o["metadata"].get("creationTimestamp"))]))
+        cols, row = KINDS.get(
+            kind,
+            (
+                [_col("Name"), _col("Age")],
+                lambda o: [o["metadata"]["name"], age(o["metadata"].get("creationTimestamp"))],
+            ),
+        )
     return {
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",

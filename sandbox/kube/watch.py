@@ -47,15 +47,22 @@ def client_gone(sock: socket.socket | None) -> bool:
         return True
 
 
-def watch_stream(c: Cluster, rt: ResourceType, namespace: str | None, pred: Callable[[Obj], bool],
-                 rv: str | None, timeout: float | None,
-                 transform: Callable[[Obj], Obj] | None = None,
-                 sock: socket.socket | None = None) -> Iterator[bytes]:
+def watch_stream(
+    c: Cluster,
+    rt: ResourceType,
+    namespace: str | None,
+    pred: Callable[[Obj], bool],
+    rv: str | None,
+    timeout: float | None,
+    transform: Callable[[Obj], Obj] | None = None,
+    sock: socket.socket | None = None,
+) -> Iterator[bytes]:
     """Newline-delimited watch events; `transform` renders objects (e.g. as one-row Tables for kubectl).
     The first (empty) chunk makes the server send the response headers at once, as the apiserver does:
     clients wait for them before they consider the watch established."""
     yield b""
     if transform is not None:
+
         def _present(rt: ResourceType, obj: Obj) -> Obj:
             return transform(present(rt, obj))
     else:
@@ -159,8 +166,17 @@ def container_running(pod: Obj, container: str) -> bool:
     return True
 
 
-def follow_logs(c: Cluster, namespace: str, name: str, uid: str, container: str, tail: int | None,
-                since_seconds: int | None, timestamps: bool, sock: socket.socket | None = None) -> Iterator[bytes]:
+def follow_logs(
+    c: Cluster,
+    namespace: str,
+    name: str,
+    uid: str,
+    container: str,
+    tail: int | None,
+    since_seconds: int | None,
+    timestamps: bool,
+    sock: socket.socket | None = None,
+) -> Iterator[bytes]:
     """Stream existing lines, then new ones until the container stops or the pod goes away."""
     yield b""
     key = f"{uid}/{container}"

@@ -39,8 +39,7 @@ CONTROLLERS: list[tuple[str, Controller]] = [
 
 
 class KubeWorld:
-    def __init__(self, state_dir: Path | str | None, speedup: float = 20.0, *,
-                 kubectl_anonymous: bool = True) -> None:
+    def __init__(self, state_dir: Path | str | None, speedup: float = 20.0, *, kubectl_anonymous: bool = True) -> None:
         self.state_dir = Path(state_dir) if state_dir else None
         self.speedup = float(speedup)
         # kubectl withholds tokens over http; see KubeApi.authorized
@@ -113,8 +112,11 @@ class KubeWorld:
             for pod in c.list("/pods", namespace or None):
                 if len(crashed) >= count:
                     break
-                if pod["metadata"]["name"].startswith(name_prefix) and pod_active(pod) and \
-                        (pod.get("status") or {}).get("phase") == "Running":
+                if (
+                    pod["metadata"]["name"].startswith(name_prefix)
+                    and pod_active(pod)
+                    and (pod.get("status") or {}).get("phase") == "Running"
+                ):
                     crash(c, pod, 137 if len(crashed) % 2 == 0 else 1)
                     crashed.append(pod["metadata"]["name"])
         return crashed
@@ -136,8 +138,12 @@ class KubeWorld:
         if not self.state_dir:
             return
         # the server saves every few seconds: skip the (multi-MB) write when nothing changed
-        sig = tuple(sorted((c.key, c.rv, sum(len(v) for v in c.logs.values()), tuple(sorted(c.addons)))
-                           for c in list(self.clusters.values())))
+        sig = tuple(
+            sorted(
+                (c.key, c.rv, sum(len(v) for v in c.logs.values()), tuple(sorted(c.addons)))
+                for c in list(self.clusters.values())
+            )
+        )
         if sig == self._saved_sig and (self.state_dir / SNAPSHOT).exists():
             return
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -173,17 +179,37 @@ def _bootstrap(c: Cluster) -> None:
             c.create(ns_rt, {"metadata": {"name": ns}})
     svc_rt = c.type_by_gr("/services")
     if svc_rt and c.get("/services", "default", "kubernetes") is None:
-        c.create(svc_rt, {"metadata": {"name": "kubernetes", "namespace": "default",
-                                       "labels": {"component": "apiserver", "provider": "kubernetes"}},
-                          "spec": {"clusterIP": "10.100.0.1", "ports": [
-                              {"name": "https", "port": 443, "protocol": "TCP", "targetPort": 443}]}}, "default")
+        c.create(
+            svc_rt,
+            {
+                "metadata": {
+                    "name": "kubernetes",
+                    "namespace": "default",
+                    "labels": {"component": "apiserver", "provider": "kubernetes"},
+                },
+                "spec": {
+                    "clusterIP": "10.100.0.1",
+                    "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 443}],
+                },
+            },
+            "default",
+        )
     sc_rt = c.type_by_gr("storage.k8s.io/storageclasses")
     if sc_rt and c.get("storage.k8s.io/storageclasses", "", "gp2") is None:
-        c.create(sc_rt, {"metadata": {"name": "gp2", "annotations": {
-            "storageclass.kubernetes.io/is-default-class": "true"}}, "provisioner": "kubernetes.io/aws-ebs",
-            "parameters": {"fsType": "ext4", "type": "gp2"}, "reclaimPolicy": "Delete",
-            "volumeBindingMode": "WaitForFirstConsumer"})
+        c.create(
+            sc_rt,
+            {
+                "metadata": {"name": "gp2", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+                "provisioner": "kubernetes.io/aws-ebs",
+                "parameters": {"fsType": "ext4", "type": "gp2"},
+                "reclaimPolicy": "Delete",
+                "volumeBindingMode": "WaitForFirstConsumer",
+            },
+        )
     cm_rt = c.type_by_gr("/configmaps")
     if cm_rt and c.get("/configmaps", "kube-system", "aws-auth") is None:
-        c.create(cm_rt, {"metadata": {"name": "aws-auth", "namespace": "kube-system"},
-                         "data": {"mapRoles": "[]\n"}}, "kube-system")
+        c.create(
+            cm_rt,
+            {"metadata": {"name": "aws-auth", "namespace": "kube-system"}, "data": {"mapRoles": "[]\n"}},
+            "kube-system",
+        )

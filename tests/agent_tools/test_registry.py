@@ -56,14 +56,22 @@ def test_unknown_tool_is_a_protocol_error(member_token):
 
 def test_write_tools_take_the_viewsets_serializer_fields():
     tool = Tool(
-        name="add_member", description="Add a member.", view=MembershipViewSet, action="create", method="post",
+        name="add_member",
+        description="Add a member.",
+        view=MembershipViewSet,
+        action="create",
+        method="post",
         status_tool="whoami",
     )
     assert tool.input is MembershipViewSet.serializer_class
     assert {"idempotency_key"} < tool.input_schema["properties"].keys()
     partial = Tool(
-        name="change_member", description="Change a member.", view=MembershipViewSet, action="partial_update",
-        method="patch", status_tool="whoami",
+        name="change_member",
+        description="Change a member.",
+        view=MembershipViewSet,
+        action="partial_update",
+        method="patch",
+        status_tool="whoami",
     )
     assert partial.path_params == {"id": "pk"}
     assert partial.input_schema["required"] == ["id"]  # partial: no body field is required

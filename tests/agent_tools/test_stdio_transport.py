@@ -70,8 +70,13 @@ def test_stdio_server_serves_the_tokens_identity(transactional_db, monkeypatch, 
 )
 def test_stdio_server_refuses_to_start_without_a_valid_token(transactional_db, token, message):
     done = subprocess.run(
-        [sys.executable, "manage.py", "mcp"], cwd=ROOT, env=command_env(token), capture_output=True, text=True,
-        timeout=60, stdin=subprocess.DEVNULL,
+        [sys.executable, "manage.py", "mcp"],
+        cwd=ROOT,
+        env=command_env(token),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
     )
     assert done.returncode != 0
     assert message in done.stderr

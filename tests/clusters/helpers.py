@@ -14,10 +14,20 @@ GROUP = {"name": "gpu", "instance_type": "ml.g5.xlarge", "count": 2}
 # resource once (four base subnets and one /20 compute subnet; two roles; the lifecycle and the
 # shared bucket; five add-ons).
 EXPECTED_CREATES = {
-    "ec2:AllocateAddress": 1, "ec2:CreateInternetGateway": 1, "ec2:CreateNatGateway": 1, "ec2:CreateRoute": 2,
-    "ec2:CreateRouteTable": 2, "ec2:CreateSecurityGroup": 1, "ec2:CreateSubnet": 5, "ec2:CreateVpc": 1,
-    "ec2:CreateVpcEndpoint": 1, "eks:CreateAddon": 5, "eks:CreateCluster": 1, "iam:CreateRole": 2,
-    "s3:CreateBucket": 2, "sagemaker:CreateCluster": 1,
+    "ec2:AllocateAddress": 1,
+    "ec2:CreateInternetGateway": 1,
+    "ec2:CreateNatGateway": 1,
+    "ec2:CreateRoute": 2,
+    "ec2:CreateRouteTable": 2,
+    "ec2:CreateSecurityGroup": 1,
+    "ec2:CreateSubnet": 5,
+    "ec2:CreateVpc": 1,
+    "ec2:CreateVpcEndpoint": 1,
+    "eks:CreateAddon": 5,
+    "eks:CreateCluster": 1,
+    "iam:CreateRole": 2,
+    "s3:CreateBucket": 2,
+    "sagemaker:CreateCluster": 1,
 }
 
 
@@ -35,8 +45,12 @@ def wait_for_operation(operation_id: str, statuses=("succeeded",), timeout: floa
         return op if op.is_terminal else None
 
     op = wait_until(done, timeout=timeout, interval=0.2, message=f"operation {operation_id} to end")
-    assert op.status in statuses, (op.status, op.error_code, op.error_message,
-                                   [(p.name, p.status, p.message) for p in op.phases.all()])
+    assert op.status in statuses, (
+        op.status,
+        op.error_code,
+        op.error_message,
+        [(p.name, p.status, p.message) for p in op.phases.all()],
+    )
     return op
 
 
@@ -47,6 +61,10 @@ def sandbox_calls(sandbox, account: str) -> dict[str, int]:
 
 
 def add_fault(sandbox, **spec) -> None:
-    request = urllib.request.Request(f"{sandbox.aws_endpoint}/_sandbox/faults", data=json.dumps(spec).encode(),
-                                     headers={"Content-Type": "application/json"}, method="POST")
+    request = urllib.request.Request(
+        f"{sandbox.aws_endpoint}/_sandbox/faults",
+        data=json.dumps(spec).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
     urllib.request.urlopen(request, timeout=5).read()

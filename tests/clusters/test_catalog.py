@@ -32,8 +32,12 @@ def test_instance_types_with_gpu_and_efa_facts(viewer_api):
 
 
 def test_preflight_reports_checks_and_creates_nothing(admin_api):
-    body = {"name": "preflight", "region": "us-west-2", "availability_zone": "us-west-2a",
-            "instance_groups": [{"name": "gpu", "instance_type": "ml.g5.xlarge", "count": 2}]}
+    body = {
+        "name": "preflight",
+        "region": "us-west-2",
+        "availability_zone": "us-west-2a",
+        "instance_groups": [{"name": "gpu", "instance_type": "ml.g5.xlarge", "count": 2}],
+    }
     response = admin_api.post("/api/v1/preflight/", body, format="json")
     assert response.status_code == 200, response.json()
     result = response.json()
@@ -54,8 +58,10 @@ def test_preflight_reports_checks_and_creates_nothing(admin_api):
         ({"name": "g", "instance_type": "ml.nope.xlarge", "count": 1}, "instance_type"),
         ({"name": "g", "instance_type": "ml.g5.xlarge", "count": 0}, "count"),
         ({"name": "g", "instance_type": "ml.g5.xlarge", "count": 1, "efa_only": True}, "efa_only"),
-        ({"name": "g", "instance_type": "ml.g5.xlarge", "count": 1, "capacity_type": "training_plan"},
-         "training_plan_arn"),
+        (
+            {"name": "g", "instance_type": "ml.g5.xlarge", "count": 1, "capacity_type": "training_plan"},
+            "training_plan_arn",
+        ),
     ],
 )
 def test_bad_groups_are_400s_naming_the_field(admin_api, group, field):
@@ -68,13 +74,22 @@ def test_bad_groups_are_400s_naming_the_field(admin_api, group, field):
 
 
 def test_zone_not_offered_and_duplicate_names(admin_api):
-    base = {"name": "bad", "region": "us-west-2", "availability_zone": "us-west-2z",
-            "instance_groups": [{"name": "g", "instance_type": "ml.g5.xlarge", "count": 1}]}
+    base = {
+        "name": "bad",
+        "region": "us-west-2",
+        "availability_zone": "us-west-2z",
+        "instance_groups": [{"name": "g", "instance_type": "ml.g5.xlarge", "count": 1}],
+    }
     response = admin_api.post("/api/v1/clusters/", base, format="json")
     assert "availability_zone" in response.json()["error"]["fields"]
-    dup = {**base, "availability_zone": "us-west-2a", "instance_groups": [
-        {"name": "g", "instance_type": "ml.g5.xlarge", "count": 1},
-        {"name": "g", "instance_type": "ml.g5.xlarge", "count": 1}]}
+    dup = {
+        **base,
+        "availability_zone": "us-west-2a",
+        "instance_groups": [
+            {"name": "g", "instance_type": "ml.g5.xlarge", "count": 1},
+            {"name": "g", "instance_type": "ml.g5.xlarge", "count": 1},
+        ],
+    }
     fields = admin_api.post("/api/v1/clusters/", dup, format="json").json()["error"]["fields"]
     assert "name" in fields["instance_groups"]["1"]
     assert not Cluster.objects.exists()

@@ -23,7 +23,15 @@ def test_create_reaches_in_service_with_nodes(admin_api, team, start_worker, san
     body = response.json()
     assert body["operation"]["status_tool"] == "get_operation"
     assert [p["name"] for p in body["operation"]["phases"]] == [
-        "preflight", "network", "identity", "eks", "dependencies", "hyperpod", "storage", "verify"]
+        "preflight",
+        "network",
+        "identity",
+        "eks",
+        "dependencies",
+        "hyperpod",
+        "storage",
+        "verify",
+    ]
     wait_for_operation(body["operation"]["id"])
 
     cluster = Cluster.objects.get(pk=body["cluster"]["id"])
@@ -44,11 +52,29 @@ def test_create_reaches_in_service_with_nodes(admin_api, team, start_worker, san
     # …and to kubectl, pointed at the endpoint EKS's DescribeCluster returns.
     kubectl = shutil.which("kubectl")
     if kubectl:
-        endpoint = team_cloud(team, "us-west-2").client("eks").describe_cluster(name=cluster.eks_cluster_name)[
-            "cluster"]["endpoint"]
+        endpoint = (
+            team_cloud(team, "us-west-2")
+            .client("eks")
+            .describe_cluster(name=cluster.eks_cluster_name)["cluster"]["endpoint"]
+        )
         token = eks_token(team_cloud(team, "us-west-2"), cluster.eks_cluster_name)
-        listed = subprocess.run([kubectl, "--server", endpoint, "--token", token, "--insecure-skip-tls-verify",
-                                 "get", "nodes", "-o", "name"], capture_output=True, text=True, timeout=60)
+        listed = subprocess.run(
+            [
+                kubectl,
+                "--server",
+                endpoint,
+                "--token",
+                token,
+                "--insecure-skip-tls-verify",
+                "get",
+                "nodes",
+                "-o",
+                "name",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert listed.returncode == 0, listed.stderr
         assert len(listed.stdout.split()) == 2
 

@@ -19,31 +19,40 @@ def tagged_leftovers(team, cluster_id: str) -> dict[str, list]:
     left = {
         "vpcs": [v["VpcId"] for v in ec2.describe_vpcs(Filters=owned)["Vpcs"]],
         "subnets": [s["SubnetId"] for s in ec2.describe_subnets(Filters=owned)["Subnets"]],
-        "internet_gateways": [g["InternetGatewayId"] for g in ec2.describe_internet_gateways(Filters=owned)[
-            "InternetGateways"]],
+        "internet_gateways": [
+            g["InternetGatewayId"] for g in ec2.describe_internet_gateways(Filters=owned)["InternetGateways"]
+        ],
         # Checked by tag here: the sandbox's DescribeNatGateways ignores tag filters.
-        "nat_gateways": [n["NatGatewayId"] for n in ec2.describe_nat_gateways()["NatGateways"]
-                         if n["State"] != "deleted" and {"Key": "instantstart:cluster-id", "Value": cluster_id}
-                         in n.get("Tags", [])],
+        "nat_gateways": [
+            n["NatGatewayId"]
+            for n in ec2.describe_nat_gateways()["NatGateways"]
+            if n["State"] != "deleted" and {"Key": "instantstart:cluster-id", "Value": cluster_id} in n.get("Tags", [])
+        ],
         "addresses": [a["AllocationId"] for a in ec2.describe_addresses(Filters=owned)["Addresses"]],
         "security_groups": [g["GroupId"] for g in ec2.describe_security_groups(Filters=owned)["SecurityGroups"]],
         "route_tables": [t["RouteTableId"] for t in ec2.describe_route_tables(Filters=owned)["RouteTables"]],
     }
     eks = cloud.client("eks")
-    left["eks"] = [name for name in eks.list_clusters()["clusters"]
-                   if eks.describe_cluster(name=name)["cluster"].get("tags", {}).get("instantstart:cluster-id")
-                   == cluster_id]
+    left["eks"] = [
+        name
+        for name in eks.list_clusters()["clusters"]
+        if eks.describe_cluster(name=name)["cluster"].get("tags", {}).get("instantstart:cluster-id") == cluster_id
+    ]
     sagemaker = cloud.client("sagemaker")
     left["hyperpod"] = [
-        c["ClusterName"] for c in sagemaker.list_clusters()["ClusterSummaries"]
+        c["ClusterName"]
+        for c in sagemaker.list_clusters()["ClusterSummaries"]
         if {"Key": "instantstart:cluster-id", "Value": cluster_id}
         in sagemaker.list_tags(ResourceArn=c["ClusterArn"]).get("Tags", [])
     ]
     iam = cloud.client("iam")
     left["roles"] = [
-        r["RoleName"] for r in iam.list_roles()["Roles"]
-        if any(t["Key"] == "instantstart:cluster-id" and t["Value"] == cluster_id
-               for t in iam.list_role_tags(RoleName=r["RoleName"])["Tags"])
+        r["RoleName"]
+        for r in iam.list_roles()["Roles"]
+        if any(
+            t["Key"] == "instantstart:cluster-id" and t["Value"] == cluster_id
+            for t in iam.list_role_tags(RoleName=r["RoleName"])["Tags"]
+        )
     ]
     s3 = cloud.client("s3")
     buckets = []

@@ -24,7 +24,11 @@ pytestmark = pytest.mark.usefixtures("sandbox")
 
 READS = {"list_instance_groups", "list_nodes", "diagnose_node", "diagnose_cluster"}
 MUTATING = {
-    "add_instance_group", "scale_instance_group", "delete_instance_group", "reboot_node", "replace_node",
+    "add_instance_group",
+    "scale_instance_group",
+    "delete_instance_group",
+    "reboot_node",
+    "replace_node",
     "delete_node",
 }
 NODE = "i-0123456789abcdef0"
@@ -34,7 +38,11 @@ NODE = "i-0123456789abcdef0"
 def theirs(other_team) -> Cluster:
     """Another team's cluster with a group."""
     cluster = Cluster.objects.create(
-        team=other_team, name="theirs", region="us-west-2", availability_zone="us-west-2a", status=ClusterStatus.ACTIVE,
+        team=other_team,
+        name="theirs",
+        region="us-west-2",
+        availability_zone="us-west-2a",
+        status=ClusterStatus.ACTIVE,
         hyperpod_cluster_name="theirs-hp",
     )
     InstanceGroup.objects.create(cluster=cluster, name="gpu", instance_type="ml.g5.xlarge", count=1)
@@ -49,11 +57,21 @@ def group_calls(cluster_id) -> list[tuple[str, dict, str, str, dict | None]]:
     return [
         ("list_instance_groups", {"cluster_id": cid}, "get", base + "instance-groups/", None),
         ("add_instance_group", {"cluster_id": cid, **add}, "post", base + "instance-groups/", add),
-        ("scale_instance_group", {"cluster_id": cid, "name": "gpu", "count": 5}, "patch",
-         base + "instance-groups/gpu/", {"count": 5}),
+        (
+            "scale_instance_group",
+            {"cluster_id": cid, "name": "gpu", "count": 5},
+            "patch",
+            base + "instance-groups/gpu/",
+            {"count": 5},
+        ),
         ("delete_instance_group", {"cluster_id": cid, "name": "gpu"}, "delete", base + "instance-groups/gpu/", None),
-        ("delete_instance_group", {"cluster_id": cid, "name": "gpu", "force": True}, "delete",
-         base + "instance-groups/gpu/?force=true", None),
+        (
+            "delete_instance_group",
+            {"cluster_id": cid, "name": "gpu", "force": True},
+            "delete",
+            base + "instance-groups/gpu/?force=true",
+            None,
+        ),
         ("list_nodes", {"cluster_id": cid}, "get", base + "nodes/", None),
         ("diagnose_node", {"cluster_id": cid, "node": NODE}, "get", f"{base}nodes/{NODE}/diagnosis/", None),
         ("reboot_node", {"cluster_id": cid, "node": NODE}, "post", f"{base}nodes/{NODE}/reboot/", None),
@@ -103,7 +121,11 @@ def test_listing_schemas_and_status_tools(admin_token):
         assert tools[name].meta == {"instantstart/statusTool": "get_operation"}, name
         assert "get_operation" in tools[name].description, name
     assert {name for name in MUTATING if tools[name].annotations.destructive_hint} == {
-        "delete_instance_group", "reboot_node", "replace_node", "delete_node"}
+        "delete_instance_group",
+        "reboot_node",
+        "replace_node",
+        "delete_node",
+    }
     for name in READS:
         assert tools[name].annotations.read_only_hint is True, name
         assert "idempotency_key" not in schema[name]["properties"], name
@@ -128,8 +150,10 @@ def test_read_only_mode_keeps_diagnosis_and_hides_changes(admin_token, team, adm
             assert result.is_error and body(result)["error"]["code"] == "read_only", tool
     assert list(cluster.instance_groups.values_list("name", "count", "status")) == [("gpu", 2, "Creating")]
     assert Operation.objects.count() == 1  # the cluster's create
-    assert_same(mcp.call("list_instance_groups", {"cluster_id": str(cluster.pk)}),
-                client_with(admin_token).get(f"/api/v1/clusters/{cluster.pk}/instance-groups/"))
+    assert_same(
+        mcp.call("list_instance_groups", {"cluster_id": str(cluster.pk)}),
+        client_with(admin_token).get(f"/api/v1/clusters/{cluster.pk}/instance-groups/"),
+    )
 
 
 # --- errors: the same as REST, and nothing changes -----------------------------------------
@@ -190,11 +214,14 @@ def test_add_a_group_answers_the_operation_and_notes(admin_mcp, rest, team, admi
     assert answer.keys() == {"instance_group", "operation", "notes"}
     assert answer["notes"] == []  # placed where asked
     assert (answer["instance_group"]["capacity_type"], answer["instance_group"]["availability_zone"]) == (
-        "spot", "us-west-2a")
+        "spot",
+        "us-west-2a",
+    )
     assert (answer["operation"]["kind"], answer["operation"]["status_tool"]) == ("instance_group.add", "get_operation")
     # The tool call was POST /api/v1/clusters/{id}/instance-groups/: its key replays over REST.
-    replay = rest.post(f"/api/v1/clusters/{cluster.pk}/instance-groups/", group, format="json",
-                       HTTP_IDEMPOTENCY_KEY="add-1")
+    replay = rest.post(
+        f"/api/v1/clusters/{cluster.pk}/instance-groups/", group, format="json", HTTP_IDEMPOTENCY_KEY="add-1"
+    )
     assert replay["Idempotent-Replayed"] == "true"
     assert replay.json() == answer
     assert Operation.objects.filter(kind="instance_group.add").count() == 1
@@ -220,30 +247,36 @@ def test_scale_takes_only_the_count(admin_mcp, rest, team, admin_user):
         assert response.status_code == 400, (data, response.json())
         assert_same(result, response)
         assert field in body(result)["error"]["fields"], data
-    assert "capacity" in body(admin_mcp.call("scale_instance_group", {**target, "capacity_type": "spot"}))[
-        "error"]["fields"]["capacity_type"][0]
+    assert (
+        "capacity"
+        in body(admin_mcp.call("scale_instance_group", {**target, "capacity_type": "spot"}))["error"]["fields"][
+            "capacity_type"
+        ][0]
+    )
     nothing = admin_mcp.call("scale_instance_group", target)
     assert_same(nothing, rest.patch(url, {}, format="json"))
     assert body(nothing)["error"]["code"] == "invalid"
-    assert list(cluster.instance_groups.values_list("count", "capacity_type", "efa_only")) == [
-        (2, "on_demand", False)]
+    assert list(cluster.instance_groups.values_list("count", "capacity_type", "efa_only")) == [(2, "on_demand", False)]
     assert Operation.objects.count() == 1
     # A group the cluster does not have: the same 404.
     missing = {"cluster_id": str(cluster.pk), "name": "nope", "count": 1}
-    assert_same(admin_mcp.call("scale_instance_group", missing),
-                rest.patch(f"/api/v1/clusters/{cluster.pk}/instance-groups/nope/", {"count": 1}, format="json"))
+    assert_same(
+        admin_mcp.call("scale_instance_group", missing),
+        rest.patch(f"/api/v1/clusters/{cluster.pk}/instance-groups/nope/", {"count": 1}, format="json"),
+    )
 
 
 @pytest.mark.django_db
 def test_delete_group_passes_force_as_the_query_parameter(admin_mcp, rest, team, admin_user):
     cluster = make_cluster(team, admin_user, settled=True)
-    result = admin_mcp.call("delete_instance_group",
-                            {"cluster_id": str(cluster.pk), "name": "gpu", "force": True, "idempotency_key": "dg-1"})
+    result = admin_mcp.call(
+        "delete_instance_group",
+        {"cluster_id": str(cluster.pk), "name": "gpu", "force": True, "idempotency_key": "dg-1"},
+    )
     assert not result.is_error, body(result)
     assert result.structured_content["kind"] == "instance_group.delete"
     assert InstanceGroup.objects.get(cluster=cluster, name="gpu").status == "Deleting"
-    replay = rest.delete(f"/api/v1/clusters/{cluster.pk}/instance-groups/gpu/?force=true",
-                         HTTP_IDEMPOTENCY_KEY="dg-1")
+    replay = rest.delete(f"/api/v1/clusters/{cluster.pk}/instance-groups/gpu/?force=true", HTTP_IDEMPOTENCY_KEY="dg-1")
     assert replay["Idempotent-Replayed"] == "true"
     assert replay.json() == body(result)
     assert Operation.objects.filter(kind="instance_group.delete").count() == 1
@@ -254,8 +287,11 @@ def test_delete_group_passes_force_as_the_query_parameter(admin_mcp, rest, team,
 
 
 def mutating_calls(sandbox, team) -> dict[str, int]:
-    return {name: n for name, n in sandbox_calls(sandbox, team.sandbox_account_id).items()
-            if not name.split(":")[1].startswith(("Describe", "List", "Get"))}
+    return {
+        name: n
+        for name, n in sandbox_calls(sandbox, team.sandbox_account_id).items()
+        if not name.split(":")[1].startswith(("Describe", "List", "Get"))
+    }
 
 
 @pytest.mark.worker
@@ -330,11 +366,14 @@ def test_live_cluster_flow(start_worker, sandbox, team, admin_user, viewer_user)
     delete = mcp.call("delete_node", {**cid, "node": second["instance_id"]})
     assert (body(replace)["kind"], body(delete)["kind"]) == ("node.replace", "node.delete")
     assert {op.params["instance_id"] for op in Operation.objects.filter(kind__in=["node.replace", "node.delete"])} == {
-        first["instance_id"], second["instance_id"]}
+        first["instance_id"],
+        second["instance_id"],
+    }
     removed = mcp.call("delete_instance_group", {**cid, "name": "gpu", "idempotency_key": "dg-live"})
     assert not removed.is_error, body(removed)
     assert body(removed)["kind"] == "instance_group.delete"
     replay = rest.delete(base + "instance-groups/gpu/", HTTP_IDEMPOTENCY_KEY="dg-live")
     assert replay["Idempotent-Replayed"] == "true" and replay.json() == body(removed)
-    assert sorted(AuditEvent.objects.filter(via="mcp").values_list("action", flat=True)) == sorted([
-        "node.reboot", "instance_group.scale", "node.replace", "node.delete", "instance_group.delete"])
+    assert sorted(AuditEvent.objects.filter(via="mcp").values_list("action", flat=True)) == sorted(
+        ["node.reboot", "instance_group.scale", "node.replace", "node.delete", "instance_group.delete"]
+    )

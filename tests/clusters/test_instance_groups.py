@@ -33,11 +33,20 @@ def kube_nodes(team, cluster: Cluster, group: str) -> list:
 def test_add_a_spot_efa_only_p5_group_in_a_zone_without_a_subnet(admin_api, team, cluster, sandbox):
     assert not ComputeSubnet.objects.filter(cluster=cluster, availability_zone="us-west-2b").exists()
     before = sandbox_calls(sandbox, team.sandbox_account_id)
-    response = admin_api.post(f"/api/v1/clusters/{cluster.pk}/instance-groups/", {
-        "name": "p5-spot", "instance_type": "ml.p5.48xlarge", "count": 2, "capacity_type": "spot",
-        "efa_only": True, "availability_zone": "us-west-2b", "deep_health_checks": ["InstanceStress"],
-        "labels": {"team": "research"},
-    }, format="json")
+    response = admin_api.post(
+        f"/api/v1/clusters/{cluster.pk}/instance-groups/",
+        {
+            "name": "p5-spot",
+            "instance_type": "ml.p5.48xlarge",
+            "count": 2,
+            "capacity_type": "spot",
+            "efa_only": True,
+            "availability_zone": "us-west-2b",
+            "deep_health_checks": ["InstanceStress"],
+            "labels": {"team": "research"},
+        },
+        format="json",
+    )
     assert response.status_code == 202, response.json()
     operation = response.json()["operation"]
     assert [p["name"] for p in operation["phases"]] == ["placement", "hyperpod"]
@@ -63,8 +72,9 @@ def test_add_a_spot_efa_only_p5_group_in_a_zone_without_a_subnet(admin_api, team
 def test_bad_groups_are_400s_naming_the_field_and_create_nothing(admin_api, cluster, sandbox, team):
     base = f"/api/v1/clusters/{cluster.pk}/instance-groups/"
     before = sandbox_calls(sandbox, team.sandbox_account_id)
-    efa = admin_api.post(base, {"name": "small", "instance_type": "ml.g5.xlarge", "count": 1, "efa_only": True},
-                         format="json")
+    efa = admin_api.post(
+        base, {"name": "small", "instance_type": "ml.g5.xlarge", "count": 1, "efa_only": True}, format="json"
+    )
     assert efa.status_code == 400 and "efa_only" in efa.json()["error"]["fields"], efa.json()
     dup = admin_api.post(base, {"name": "gpu", "instance_type": "ml.g5.xlarge", "count": 1}, format="json")
     assert dup.status_code == 400 and "name" in dup.json()["error"]["fields"]
@@ -72,7 +82,8 @@ def test_bad_groups_are_400s_naming_the_field_and_create_nothing(admin_api, clus
     assert quota.status_code == 400 and "count" in quota.json()["error"]["fields"]
     assert list(cluster.instance_groups.values_list("name", flat=True)) == ["gpu"]
     assert sandbox_calls(sandbox, team.sandbox_account_id).get("sagemaker:UpdateCluster", 0) == before.get(
-        "sagemaker:UpdateCluster", 0)
+        "sagemaker:UpdateCluster", 0
+    )
 
 
 def test_capacity_type_and_network_mode_cannot_change(admin_api, cluster):
@@ -110,9 +121,17 @@ def test_health_fault_diagnosis_and_remediation(admin_api, team, cluster, sandbo
     sandbox.world.speedup = 20  # slow enough to watch HyperPod mark the node before it recovers it
     try:
         add_fault(sandbox, kind="deep_health_fail", instance_id=victim, fault_reason="DcgmDiagnosticLevel4Failed")
-        unhealthy = wait_until(lambda: next((n for n in admin_api.get(nodes_url).json()["results"]
-                                             if n["instance_id"] == victim and n["health"] != "Schedulable"), None),
-                               message="the node to turn unhealthy")
+        unhealthy = wait_until(
+            lambda: next(
+                (
+                    n
+                    for n in admin_api.get(nodes_url).json()["results"]
+                    if n["instance_id"] == victim and n["health"] != "Schedulable"
+                ),
+                None,
+            ),
+            message="the node to turn unhealthy",
+        )
         assert unhealthy["health"].startswith("Unschedulable")
         assert unhealthy["deep_health_check"] == "Failed"
         assert unhealthy["fault_reason"] == "DcgmDiagnosticLevel4Failed"
@@ -126,15 +145,24 @@ def test_health_fault_diagnosis_and_remediation(admin_api, team, cluster, sandbo
         cluster_report = admin_api.get(f"/api/v1/clusters/{cluster.pk}/diagnosis/").json()
         assert cluster_report["nodes"]["unhealthy"] == 1
         after = sandbox_calls(sandbox, team.sandbox_account_id)
-        mutations = {k: after[k] - calls.get(k, 0) for k in after
-                     if not k.split(":")[1].startswith(("Describe", "List", "Get")) and after[k] != calls.get(k, 0)}
+        mutations = {
+            k: after[k] - calls.get(k, 0)
+            for k in after
+            if not k.split(":")[1].startswith(("Describe", "List", "Get")) and after[k] != calls.get(k, 0)
+        }
         assert mutations == {}  # diagnosis only read
     finally:
         sandbox.world.speedup = 1000
 
     # HyperPod's automatic recovery replaces it; then reboot and replace a healthy node ourselves.
-    wait_until(lambda: {n["health"] for n in admin_api.get(nodes_url).json()["results"]} == {"Schedulable"}
-               and len(admin_api.get(nodes_url).json()["results"]) == 2, timeout=60, message="recovery")
+    wait_until(
+        lambda: (
+            {n["health"] for n in admin_api.get(nodes_url).json()["results"]} == {"Schedulable"}
+            and len(admin_api.get(nodes_url).json()["results"]) == 2
+        ),
+        timeout=60,
+        message="recovery",
+    )
     healthy = admin_api.get(nodes_url).json()["results"][0]["instance_id"]
     reboot = admin_api.post(f"{nodes_url}{healthy}/reboot/")
     assert reboot.status_code == 202
@@ -149,11 +177,16 @@ def test_health_fault_diagnosis_and_remediation(admin_api, team, cluster, sandbo
 def test_another_team_gets_404_on_every_group_and_node_path(outsider_api, cluster):
     base = f"/api/v1/clusters/{cluster.pk}"
     for method, path in [
-        ("get", f"{base}/instance-groups/"), ("post", f"{base}/instance-groups/"),
-        ("get", f"{base}/instance-groups/gpu/"), ("patch", f"{base}/instance-groups/gpu/"),
-        ("delete", f"{base}/instance-groups/gpu/"), ("get", f"{base}/nodes/"),
-        ("post", f"{base}/nodes/i-0123456789abcdef0/reboot/"), ("post", f"{base}/nodes/i-0123456789abcdef0/replace/"),
-        ("post", f"{base}/nodes/i-0123456789abcdef0/delete/"), ("get", f"{base}/nodes/i-0123456789abcdef0/diagnosis/"),
+        ("get", f"{base}/instance-groups/"),
+        ("post", f"{base}/instance-groups/"),
+        ("get", f"{base}/instance-groups/gpu/"),
+        ("patch", f"{base}/instance-groups/gpu/"),
+        ("delete", f"{base}/instance-groups/gpu/"),
+        ("get", f"{base}/nodes/"),
+        ("post", f"{base}/nodes/i-0123456789abcdef0/reboot/"),
+        ("post", f"{base}/nodes/i-0123456789abcdef0/replace/"),
+        ("post", f"{base}/nodes/i-0123456789abcdef0/delete/"),
+        ("get", f"{base}/nodes/i-0123456789abcdef0/diagnosis/"),
         ("get", f"{base}/diagnosis/"),
     ]:
         response = getattr(outsider_api, method)(path, {"count": 5}, format="json")

@@ -31,20 +31,28 @@ def test_import_adopts_an_existing_cluster_without_creating_anything(admin_api, 
     assert found["instance_groups"] == [{"name": "gpu", "instance_type": "ml.g5.xlarge", "count": 2}]
 
     before = creates_in(sandbox_calls(sandbox, team.sandbox_account_id))
-    response = admin_api.post("/api/v1/clusters/import/", {
-        "name": "adopted", "region": "us-west-2", "eks_cluster_name": active_cluster.eks_cluster_name,
-    }, format="json")
+    response = admin_api.post(
+        "/api/v1/clusters/import/",
+        {
+            "name": "adopted",
+            "region": "us-west-2",
+            "eks_cluster_name": active_cluster.eks_cluster_name,
+        },
+        format="json",
+    )
     assert response.status_code == 202, response.json()
     wait_for_operation(response.json()["operation"]["id"])
     adopted = Cluster.objects.get(pk=response.json()["cluster"]["id"])
     assert adopted.status == "active" and adopted.managed is False
     assert adopted.hyperpod_cluster_arn == active_cluster.hyperpod_cluster_arn
-    assert list(adopted.instance_groups.values_list("name", "count", "availability_zone")) == [
-        ("gpu", 2, "us-west-2a")]
+    assert list(adopted.instance_groups.values_list("name", "count", "availability_zone")) == [("gpu", 2, "us-west-2a")]
     assert adopted.node_summary["total"] == 2
     assert creates_in(sandbox_calls(sandbox, team.sandbox_account_id)) == before  # nothing created
-    again = admin_api.post("/api/v1/clusters/import/", {
-        "name": "twice", "region": "us-west-2", "eks_cluster_name": active_cluster.eks_cluster_name}, format="json")
+    again = admin_api.post(
+        "/api/v1/clusters/import/",
+        {"name": "twice", "region": "us-west-2", "eks_cluster_name": active_cluster.eks_cluster_name},
+        format="json",
+    )
     assert again.status_code == 400 and "eks_cluster_name" in again.json()["error"]["fields"]
     # Forgetting an imported cluster leaves the cloud alone.
     assert admin_api.delete(f"/api/v1/clusters/{adopted.pk}/").json()["forgotten"] is True
@@ -54,8 +62,9 @@ def test_import_adopts_an_existing_cluster_without_creating_anything(admin_api, 
 
 def test_attach_and_detach_an_s3_bucket(admin_api, team, active_cluster):
     cloud = team_cloud(team, "us-west-2")
-    cloud.client("s3").create_bucket(Bucket="acme-datasets", CreateBucketConfiguration={
-        "LocationConstraint": "us-west-2"})
+    cloud.client("s3").create_bucket(
+        Bucket="acme-datasets", CreateBucketConfiguration={"LocationConstraint": "us-west-2"}
+    )
     base = f"/api/v1/clusters/{active_cluster.pk}/storage/"
     missing = admin_api.post(base, {"name": "data", "kind": "s3", "bucket": "no-such-bucket"}, format="json")
     assert missing.status_code == 400 and "bucket" in missing.json()["error"]["fields"]
@@ -68,7 +77,8 @@ def test_attach_and_detach_an_s3_bucket(admin_api, team, active_cluster):
     claim = core.read_namespaced_persistent_volume_claim("datasets", team.slug)
     volume = core.read_persistent_volume(claim.spec.volume_name)
     assert volume.spec.csi.driver == "s3.csi.aws.com" and volume.spec.csi.volume_attributes["bucketName"] == (
-        "acme-datasets")
+        "acme-datasets"
+    )
 
     detached = admin_api.delete(f"{base}{names['datasets']['id']}/")
     assert detached.status_code == 202
@@ -89,7 +99,8 @@ def test_drift_shows_and_reconcile_repairs(admin_api, team, active_cluster):
     drift = admin_api.get(f"{url}drift/").json()
     assert drift["in_sync"] is False
     assert {"resource": "storage/shared", "field": "claim", "recorded": "shared", "actual": None} in drift[
-        "differences"]
+        "differences"
+    ]
     response = admin_api.post(f"{url}reconcile/")
     assert response.status_code == 202
     wait_for_operation(response.json()["id"])

@@ -27,8 +27,16 @@ from .test_portal_views import HTMX, efa_checkbox, make_cluster, options
 
 pytestmark = pytest.mark.usefixtures("sandbox")
 
-ADD = {"name": "more", "availability_zone": "us-west-2a", "instance_type": "ml.g5.xlarge", "count": "1",
-       "capacity_type": "on_demand", "min_count": "0", "ebs_volume_gb": "500", "labels": "team=research\n"}
+ADD = {
+    "name": "more",
+    "availability_zone": "us-west-2a",
+    "instance_type": "ml.g5.xlarge",
+    "count": "1",
+    "capacity_type": "on_demand",
+    "min_count": "0",
+    "ebs_volume_gb": "500",
+    "labels": "team=research\n",
+}
 
 
 def tab(client, cluster, name: str, **query) -> str:
@@ -39,8 +47,9 @@ def tab(client, cluster, name: str, **query) -> str:
 
 def field_block(html: str, name: str) -> str:
     """The text after the input ``name`` inside its field block marked with an error."""
-    block = re.search(rf'<(?:div|fieldset) class="field has-error">(?:(?!class="field).)*?name="{name}"(.*?)</div>',
-                      html, re.S)
+    block = re.search(
+        rf'<(?:div|fieldset) class="field has-error">(?:(?!class="field).)*?name="{name}"(.*?)</div>', html, re.S
+    )
     assert block, f"no error block for {name}"
     return block.group(1)
 
@@ -90,7 +99,8 @@ class TestWithoutHyperPod:
         assert options(html, "availability_zone") == ["us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"]
         assert 'value="us-west-2a" selected' in html  # the cluster's zone first
         assert "ml.g5.xlarge" in options(html, "instance_type") and "ml.trn1.2xlarge" not in options(
-            html, "instance_type")
+            html, "instance_type"
+        )
         assert options(html, "capacity_type") == ["on_demand", "spot", "training_plan"]
         assert "disabled" in efa_checkbox(html)
         part = reverse("portal:cluster_group_form_part", args=[cluster.pk, "types"])
@@ -142,14 +152,25 @@ class TestWithoutHyperPod:
             TrainingPlanName="april", TrainingPlanOfferingId=offering["TrainingPlanOfferingId"]
         )["TrainingPlanArn"]
         cloud = team_cloud(team, "us-west-2")
-        wait_until(lambda: {p["arn"]: p["status"] for p in catalog.training_plans(cloud, "us-west-2")}.get(arn)
-                   in ("Scheduled", "Active"), message="the plan to leave Pending")  # a Pending plan fails preflight
+        wait_until(
+            lambda: (
+                {p["arn"]: p["status"] for p in catalog.training_plans(cloud, "us-west-2")}.get(arn)
+                in ("Scheduled", "Active")
+            ),
+            message="the plan to leave Pending",
+        )  # a Pending plan fails preflight
         client = logged_in(admin_user)
         part = reverse("portal:cluster_group_form_part", args=[cluster.pk, "capacity"])
-        assert arn in options(client.get(part, {"capacity_type": "training_plan"}, **HTMX).content.decode(),
-                              "training_plan_arn")
-        body = {**ADD, "name": "reserved", "instance_type": "ml.p5.48xlarge", "capacity_type": "training_plan",
-                "training_plan_arn": arn}
+        assert arn in options(
+            client.get(part, {"capacity_type": "training_plan"}, **HTMX).content.decode(), "training_plan_arn"
+        )
+        body = {
+            **ADD,
+            "name": "reserved",
+            "instance_type": "ml.p5.48xlarge",
+            "capacity_type": "training_plan",
+            "training_plan_arn": arn,
+        }
         response = client.post(reverse("portal:cluster_group_add", args=[cluster.pk]), body, follow=True)
         assert response.redirect_chain, re.findall(r'<ul class="errorlist">(.*?)</ul>', response.content.decode(), re.S)
         assert cluster.instance_groups.get(name="reserved").availability_zone == "us-west-2b"
@@ -175,8 +196,10 @@ class TestWithoutHyperPod:
         scale = reverse("portal:cluster_group_scale", args=[cluster.pk, "workers"])
         html = client.post(scale, {"count": "2"}, **HTMX).content.decode()
         assert "The cluster is creating: instance groups and nodes change only once it is active." in html
-        for url in (reverse("portal:cluster_group_delete", args=[cluster.pk, "workers"]),
-                    reverse("portal:cluster_node_action", args=[cluster.pk, "i-0123456789abcdef0", "reboot"])):
+        for url in (
+            reverse("portal:cluster_group_delete", args=[cluster.pk, "workers"]),
+            reverse("portal:cluster_node_action", args=[cluster.pk, "i-0123456789abcdef0", "reboot"]),
+        ):
             assert b"change only once it is active" in client.post(url, {"force": "on"}, follow=True).content
         assert "Instance groups change only while the cluster is active" in tab(client, cluster, "groups")
         assert list(cluster.instance_groups.values_list("status", flat=True)) == [""]
@@ -246,8 +269,10 @@ def test_scale_nodes_health_diagnosis_and_remediation(start_worker, sandbox, tea
     sandbox.world.speedup = 20  # slow enough to watch HyperPod mark the node before it recovers it
     try:
         add_fault(sandbox, kind="deep_health_fail", instance_id=victim, fault_reason="DcgmDiagnosticLevel4Failed")
-        html = wait_until(lambda: (h := tab(client, cluster, "nodes")) and "health-bad" in h and h,
-                          message="the node to turn unhealthy")
+        html = wait_until(
+            lambda: (h := tab(client, cluster, "nodes")) and "health-bad" in h and h,
+            message="the node to turn unhealthy",
+        )
         health = re.search(rf'id="node-{victim}" class="node-row" data-health="([A-Za-z]+)"', html).group(1)
         assert health.startswith("Unschedulable") and "DcgmDiagnosticLevel4Failed" in html
         filtered = tab(client, cluster, "nodes", health=health)
@@ -262,14 +287,20 @@ def test_scale_nodes_health_diagnosis_and_remediation(start_worker, sandbox, tea
         whole = client.get(reverse("portal:cluster_diagnosis", args=[cluster.pk]), **HTMX).content.decode()
         assert "1 unhealthy" in whole and f"Node <code>{victim}</code>" in whole
         after = sandbox_calls(sandbox, team.sandbox_account_id)
-        assert {k for k in after if after[k] != before.get(k, 0)
-                and not k.split(":")[1].startswith(("Describe", "List", "Get"))} == set()
+        assert {
+            k
+            for k in after
+            if after[k] != before.get(k, 0) and not k.split(":")[1].startswith(("Describe", "List", "Get"))
+        } == set()
     finally:
         sandbox.world.speedup = 1000
 
     # HyperPod's automatic recovery replaces the victim; then reboot a node that stayed healthy, confirming first.
-    wait_until(lambda: tab(client, cluster, "nodes").count('class="badge health-ok">Schedulable') == 3,
-               timeout=60, message="recovery")
+    wait_until(
+        lambda: tab(client, cluster, "nodes").count('class="badge health-ok">Schedulable') == 3,
+        timeout=60,
+        message="recovery",
+    )
     healthy = others[0]  # not the victim's replacement, which may still be starting
     confirm = reverse("portal:cluster_node_action", args=[cluster.pk, healthy, "reboot"])
     assert f"Reboot node {healthy}?" in client.get(confirm).content.decode()

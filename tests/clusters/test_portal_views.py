@@ -45,12 +45,23 @@ def give_operation(cluster, kind="cluster.create", status=OperationStatus.RUNNIN
     from django.contrib.contenttypes.models import ContentType
 
     operation = Operation.objects.create(
-        team=cluster.team, kind=kind, via="ui", status=status, target_repr=cluster.name,
-        target_type=ContentType.objects.get_for_model(Cluster), target_id=str(cluster.pk), **fields,
+        team=cluster.team,
+        kind=kind,
+        via="ui",
+        status=status,
+        target_repr=cluster.name,
+        target_type=ContentType.objects.get_for_model(Cluster),
+        target_id=str(cluster.pk),
+        **fields,
     )
     Phase.objects.create(operation=operation, index=0, name="preflight", status="succeeded", attempts=1)
-    Phase.objects.create(operation=operation, index=1, name="network",
-                         status="running" if status == OperationStatus.RUNNING else "failed", attempts=1)
+    Phase.objects.create(
+        operation=operation,
+        index=1,
+        name="network",
+        status="running" if status == OperationStatus.RUNNING else "failed",
+        attempts=1,
+    )
     return operation
 
 
@@ -156,24 +167,35 @@ class TestCreateForm:
         html = admin_client.get(capacity_url, {"region": "us-west-2", "capacity_type": "training_plan"}, **HTMX)
         assert options(html.content.decode(), "training_plan_arn") == [arn]
         assert "march" in html.content.decode() and "ml.p5.48xlarge in us-west-2b" in html.content.decode()
-        body = {**FORM, "instance_type": "ml.p5.48xlarge", "count": "1", "capacity_type": "training_plan",
-                "training_plan_arn": arn}
+        body = {
+            **FORM,
+            "instance_type": "ml.p5.48xlarge",
+            "count": "1",
+            "capacity_type": "training_plan",
+            "training_plan_arn": arn,
+        }
         assert admin_client.post(reverse("portal:cluster_new"), body).status_code == 302
         group = Cluster.objects.get(team=team, name="train").instance_groups.get()
         assert (group.training_plan_arn, group.availability_zone) == (arn, "us-west-2b")
 
 
 class TestCreate:
-    def test_valid_form_creates_and_opens_the_cluster_page(self, admin_client, team, no_enqueue,
-                                                           django_capture_on_commit_callbacks):
+    def test_valid_form_creates_and_opens_the_cluster_page(
+        self, admin_client, team, no_enqueue, django_capture_on_commit_callbacks
+    ):
         with django_capture_on_commit_callbacks(execute=True):
-            response = admin_client.post(reverse("portal:cluster_new"),
-                                         {**FORM, "deep_health_checks": "InstanceStress"})
+            response = admin_client.post(
+                reverse("portal:cluster_new"), {**FORM, "deep_health_checks": "InstanceStress"}
+            )
         cluster = Cluster.objects.get(team=team, name="train")
         assert response.status_code == 302 and response["Location"] == reverse("portal:cluster", args=[cluster.pk])
         group = cluster.instance_groups.get()
         assert (group.name, group.instance_type, group.count, group.deep_health_checks) == (
-            "workers", "ml.g5.xlarge", 2, ["InstanceStress"])
+            "workers",
+            "ml.g5.xlarge",
+            2,
+            ["InstanceStress"],
+        )
         operation = operations_of(cluster).get()
         assert operation.kind == "cluster.create" and operation.via == "ui" and no_enqueue == [operation.pk]
         page = admin_client.get(response["Location"]).content.decode()
@@ -195,7 +217,8 @@ class TestCreate:
             # The message sits in the field's own block, after its input.
             block = re.search(
                 rf'<(?:div|fieldset) class="field has-error">(?:(?!class="field).)*?name="{field}"(.*?)</div>',
-                html, re.S,
+                html,
+                re.S,
             )
             assert block and text in block.group(1), (field, html)
             assert f'value="{change.get("name", "keepme")}"' in html  # what was typed stays
@@ -272,13 +295,22 @@ class TestDelete:
 class TestClusterPage:
     def test_tabs_show_overview_network_storage_and_operations(self, viewer_client, team):
         cluster = make_cluster(
-            team, eks_endpoint="https://eks.example", eks_cluster_arn="arn:aws:eks:us-west-2:1:cluster/x",
+            team,
+            eks_endpoint="https://eks.example",
+            eks_cluster_arn="arn:aws:eks:us-west-2:1:cluster/x",
             node_summary={"total": 2, "ready": 2, "by_health": {"Schedulable": 2}, "by_group": {"workers": 2}},
-            network={"vpc_id": "vpc-1", "vpc_cidr": "10.0.0.0/16", "subnets": {"private-0": "subnet-p0"},
-                     "nat_gateway_id": "nat-1", "security_group_id": "sg-1", "s3_endpoint_id": "vpce-1"},
+            network={
+                "vpc_id": "vpc-1",
+                "vpc_cidr": "10.0.0.0/16",
+                "subnets": {"private-0": "subnet-p0"},
+                "nat_gateway_id": "nat-1",
+                "security_group_id": "sg-1",
+                "s3_endpoint_id": "vpce-1",
+            },
         )
-        ComputeSubnet.objects.create(cluster=cluster, availability_zone="us-west-2a", cidr="10.0.16.0/20",
-                                     subnet_id="subnet-c1")
+        ComputeSubnet.objects.create(
+            cluster=cluster, availability_zone="us-west-2a", cidr="10.0.16.0/20", subnet_id="subnet-c1"
+        )
         operation = give_operation(cluster, status=OperationStatus.SUCCEEDED)
         url = reverse("portal:cluster", args=[cluster.pk])
         overview = viewer_client.get(url).content.decode()
@@ -319,8 +351,13 @@ class TestClusterPage:
 
     def test_failed_cluster_offers_the_zone_change_with_the_hint(self, admin_client, team):
         cluster = make_cluster(team, status=ClusterStatus.FAILED)
-        give_operation(cluster, status=OperationStatus.FAILED, error_code="InsufficientCapacity",
-                       error_message="No capacity", error_hint="Choose another availability zone and retry.")
+        give_operation(
+            cluster,
+            status=OperationStatus.FAILED,
+            error_code="InsufficientCapacity",
+            error_message="No capacity",
+            error_hint="Choose another availability zone and retry.",
+        )
         url = reverse("portal:cluster", args=[cluster.pk])
         page = admin_client.get(url).content.decode()
         assert "Try another availability zone" in page and "Hint: Choose another availability zone" in page
@@ -341,8 +378,9 @@ class TestActivate:
         first, second = make_cluster(team, "first"), make_cluster(team, "second")
         html = admin_client.get(reverse("portal:clusters")).content.decode()
         assert "none active" in html and "★ active" not in html  # two clusters, none chosen yet
-        response = admin_client.post(reverse("portal:cluster_activate"), {"cluster": str(second.pk),
-                                                                         "next": "/clusters/"})
+        response = admin_client.post(
+            reverse("portal:cluster_activate"), {"cluster": str(second.pk), "next": "/clusters/"}
+        )
         assert response.status_code == 302 and response["Location"] == "/clusters/"
         assert ActiveCluster.objects.get(user=admin_user, team=team).cluster == second
         html = admin_client.get(reverse("portal:clusters")).content.decode()

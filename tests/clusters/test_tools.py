@@ -28,11 +28,23 @@ from .helpers import GROUP, cluster_body
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("sandbox")]
 
 READS = {
-    "list_clusters", "get_cluster", "list_availability_zones", "list_instance_types", "list_training_plans",
-    "preflight_cluster", "list_importable_clusters", "list_storage", "get_cluster_drift",
+    "list_clusters",
+    "get_cluster",
+    "list_availability_zones",
+    "list_instance_types",
+    "list_training_plans",
+    "preflight_cluster",
+    "list_importable_clusters",
+    "list_storage",
+    "get_cluster_drift",
 }
 MUTATING = {
-    "create_cluster", "delete_cluster", "set_active_cluster", "import_cluster", "attach_storage", "detach_storage",
+    "create_cluster",
+    "delete_cluster",
+    "set_active_cluster",
+    "import_cluster",
+    "attach_storage",
+    "detach_storage",
     "reconcile_cluster",
 }
 REGION = {"region": "us-west-2"}
@@ -41,8 +53,12 @@ REGION = {"region": "us-west-2"}
 def make_cluster(team, user, name: str = "train", *, settled: bool = False) -> Cluster:
     """A cluster recorded by the service with its pending `cluster.create`; settled: active, nothing running."""
     data = {
-        "name": name, "region": "us-west-2", "availability_zone": "us-west-2a", "kubernetes_version": "1.31",
-        "storage": "s3", "instance_groups": [{**GROUP, "capacity_type": "on_demand", "efa_only": False}],
+        "name": name,
+        "region": "us-west-2",
+        "availability_zone": "us-west-2a",
+        "kubernetes_version": "1.31",
+        "storage": "s3",
+        "instance_groups": [{**GROUP, "capacity_type": "on_demand", "efa_only": False}],
     }
     cluster, operation, _ = create_cluster(access=system_access(team, user), data=data)
     if settled:
@@ -100,7 +116,9 @@ def test_listing_schemas_and_status_tools(admin_token):
             assert "get_operation" in tools[name].description, name
     assert tools["set_active_cluster"].meta == {"instantstart/statusTool": "get_cluster"}
     assert {name for name in MUTATING if tools[name].annotations.destructive_hint} == {
-        "delete_cluster", "detach_storage"}
+        "delete_cluster",
+        "detach_storage",
+    }
     for name in READS:
         assert tools[name].annotations.read_only_hint is True, name
         assert "idempotency_key" not in tools[name].input_schema["properties"], name
@@ -199,11 +217,21 @@ def test_another_teams_cluster_is_the_same_404(admin_mcp, rest, team, admin_user
         ("reconcile_cluster", {"id": theirs.pk}, "post", url + "reconcile/", None),
         ("list_storage", {"cluster_id": theirs.pk}, "get", url + "storage/", None),
         ("attach_storage", {"cluster_id": theirs.pk, **attach}, "post", url + "storage/", attach),
-        ("detach_storage", {"cluster_id": theirs.pk, "storage_id": their_storage.pk}, "delete",
-         f"{url}storage/{their_storage.pk}/", None),
+        (
+            "detach_storage",
+            {"cluster_id": theirs.pk, "storage_id": their_storage.pk},
+            "delete",
+            f"{url}storage/{their_storage.pk}/",
+            None,
+        ),
         # Their storage under my cluster is not found either.
-        ("detach_storage", {"cluster_id": mine.pk, "storage_id": their_storage.pk}, "delete",
-         f"/api/v1/clusters/{mine.pk}/storage/{their_storage.pk}/", None),
+        (
+            "detach_storage",
+            {"cluster_id": mine.pk, "storage_id": their_storage.pk},
+            "delete",
+            f"/api/v1/clusters/{mine.pk}/storage/{their_storage.pk}/",
+            None,
+        ),
     ):
         arguments = {name: str(value) if isinstance(value, uuid.UUID) else value for name, value in arguments.items()}
         result = admin_mcp.call(tool, arguments)
@@ -247,8 +275,11 @@ def test_cluster_changes_need_the_admin_role(team, admin_user, member_user, view
     ("group", "field", "message"),
     [
         ({"name": "g", "instance_type": "ml.g5.xlarge", "count": 0}, "count", "greater than or equal to 1"),
-        ({"name": "g", "instance_type": "ml.g5.xlarge", "count": 1, "efa_only": True}, "efa_only",
-         "EFA-only networking needs"),
+        (
+            {"name": "g", "instance_type": "ml.g5.xlarge", "count": 1, "efa_only": True},
+            "efa_only",
+            "EFA-only networking needs",
+        ),
     ],
 )
 def test_bad_input_is_the_same_400_and_creates_nothing(admin_mcp, rest, group, field, message):
@@ -281,7 +312,8 @@ def test_create_twice_with_one_key_is_one_cluster_and_one_operation(admin_mcp):
     assert Operation.objects.filter(kind="cluster.create").count() == 1
     events = AuditEvent.objects.filter(action="cluster.create")
     assert list(events.values_list("via", "actor__username", "target_id")) == [
-        ("mcp", "alice", answer["cluster"]["id"])]
+        ("mcp", "alice", answer["cluster"]["id"])
+    ]
     # The operation it names is what get_operation shows.
     status = admin_mcp.call("get_operation", {"id": answer["operation"]["id"]})
     assert status.structured_content["kind"] == "cluster.create"
@@ -386,7 +418,9 @@ def test_attach_list_and_detach_storage(admin_mcp, rest, team, admin_user):
     assert detached.structured_content["kind"] == "storage.detach"
     assert Storage.objects.get(pk=answer["storage"]["id"]).status == "detaching"
     assert sorted(AuditEvent.objects.filter(action__startswith="storage.").values_list("action", "via")) == [
-        ("storage.attach", "mcp"), ("storage.detach", "mcp")]
+        ("storage.attach", "mcp"),
+        ("storage.detach", "mcp"),
+    ]
 
 
 def test_drift_and_reconcile(admin_mcp, rest, viewer_token, team, admin_user):
@@ -395,14 +429,18 @@ def test_drift_and_reconcile(admin_mcp, rest, viewer_token, team, admin_user):
     drift = MCP(viewer_token).call("get_cluster_drift", {"id": str(cluster.pk)})
     assert_same(drift, client_with(viewer_token).get(url + "drift/"))
     assert drift.structured_content == {
-        "in_sync": False, "differences": [{"resource": "eks", "field": "exists", "recorded": True, "actual": False}]}
+        "in_sync": False,
+        "differences": [{"resource": "eks", "field": "exists", "recorded": True, "actual": False}],
+    }
 
     arguments = {"id": str(cluster.pk), "idempotency_key": "rec-1"}
     first, second = admin_mcp.call("reconcile_cluster", arguments), admin_mcp.call("reconcile_cluster", arguments)
     assert not first.is_error, body(first)
     assert body(second) == body(first)
     assert (first.structured_content["kind"], first.structured_content["status_tool"]) == (
-        "cluster.reconcile", "get_operation")
+        "cluster.reconcile",
+        "get_operation",
+    )
     assert Operation.objects.filter(kind="cluster.reconcile").count() == 1
     assert list(AuditEvent.objects.filter(action="cluster.reconcile").values_list("via", flat=True)) == ["mcp"]
     # A second reconcile while the first is pending: the same 409 as REST.
@@ -416,9 +454,24 @@ def test_query_serializer_is_only_for_tools_that_are_not_gets():
     with pytest.raises(RegistryError, match="use input, not query"):
         Tool(name="x", description="x", view=ClusterViewSet, action="retrieve", query=ClusterDeleteQuerySerializer)
     with pytest.raises(RegistryError, match="both in the query"):
-        Tool(name="y", description="y", view=ClusterViewSet, action="destroy", method="delete",
-             input=ClusterDeleteQuerySerializer, query=ClusterDeleteQuerySerializer, status_tool="get_operation")
-    tool = Tool(name="z", description="z", view=ClusterViewSet, action="destroy", method="delete",
-                query=ClusterDeleteQuerySerializer, status_tool="get_operation")
+        Tool(
+            name="y",
+            description="y",
+            view=ClusterViewSet,
+            action="destroy",
+            method="delete",
+            input=ClusterDeleteQuerySerializer,
+            query=ClusterDeleteQuerySerializer,
+            status_tool="get_operation",
+        )
+    tool = Tool(
+        name="z",
+        description="z",
+        view=ClusterViewSet,
+        action="destroy",
+        method="delete",
+        query=ClusterDeleteQuerySerializer,
+        status_tool="get_operation",
+    )
     assert tool.query_arguments == {"force"}
     assert tool.input_schema["properties"]["force"]["type"] == "boolean"

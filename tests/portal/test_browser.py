@@ -18,8 +18,9 @@ def browser_page():
     yield from open_page(1280, 860)
 
 
-def test_operation_panel_follows_a_real_worker(live_server, settings, start_worker, team, admin_user,
-                                               browser_page, tmp_path):
+def test_operation_panel_follows_a_real_worker(
+    live_server, settings, start_worker, team, admin_user, browser_page, tmp_path
+):
     from playwright.sync_api import expect
 
     settings.OPERATIONS = {**settings.OPERATIONS, "DEFAULT_POLL_SECONDS": 0.5}

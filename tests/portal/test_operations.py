@@ -30,7 +30,8 @@ class TestList:
         url = reverse("portal:operations")
         assert list(viewer_client.get(url, {"status": "failed"}).context["page"].object_list) == [failed_op]
         assert list(viewer_client.get(url, {"status": "", "kind": "engine.selftest"}).context["page"]) == [
-            failed_op, running_op
+            failed_op,
+            running_op,
         ]
         assert list(viewer_client.get(url, {"kind": "cluster.create"}).context["page"].object_list) == []
 

@@ -17,8 +17,13 @@ from .conftest import make_operation
 pytestmark = pytest.mark.django_db
 
 PAGES = [
-    "portal:dashboard", "portal:clusters", "portal:jobs", "portal:endpoints", "portal:operations",
-    "portal:audit", "portal:team",
+    "portal:dashboard",
+    "portal:clusters",
+    "portal:jobs",
+    "portal:endpoints",
+    "portal:operations",
+    "portal:audit",
+    "portal:team",
 ]
 
 
@@ -80,10 +85,13 @@ def test_dashboard_counts(admin_client, team, other_team, member_user):
     assert b"coming soon" in response.content
 
 
-@pytest.mark.parametrize("name, text", [
-    ("portal:jobs", b"Training jobs arrive with the next release"),
-    ("portal:endpoints", b"Inference endpoints arrive with the next release"),
-])
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("portal:jobs", b"Training jobs arrive with the next release"),
+        ("portal:endpoints", b"Inference endpoints arrive with the next release"),
+    ],
+)
 def test_areas_still_to_come_say_so(viewer_client, name, text):
     response = viewer_client.get(reverse(name))
     assert response.status_code == 200 and text in response.content

@@ -17,8 +17,14 @@ TEAM = "/team/"
 
 
 def settings_post(**changes) -> dict:
-    return {"name": "Acme ML", "cloud": "sandbox", "aws_role_arn": "", "aws_external_id": "",
-            "default_region": "us-west-2", **changes}
+    return {
+        "name": "Acme ML",
+        "cloud": "sandbox",
+        "aws_role_arn": "",
+        "aws_external_id": "",
+        "default_region": "us-west-2",
+        **changes,
+    }
 
 
 class TestSettings:

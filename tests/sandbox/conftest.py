@@ -63,21 +63,33 @@ class Account:
 
         self.id = account_id or new_account()
         self.endpoint = sb.aws_endpoint
-        self.config = Config(retries={"total_max_attempts": retries + 1, "mode": "standard"}, connect_timeout=5,
-                             read_timeout=30)
-        base = _session().client("sts", endpoint_url=self.endpoint, aws_access_key_id="AKIAIOSFODNN7EXAMPLE",
-                                 aws_secret_access_key="secret", region_name=REGION)
-        self.creds = base.assume_role(RoleArn=f"arn:aws:iam::{self.id}:role/InstantStartControlPlane",
-                                      RoleSessionName="tests")["Credentials"]
+        self.config = Config(
+            retries={"total_max_attempts": retries + 1, "mode": "standard"}, connect_timeout=5, read_timeout=30
+        )
+        base = _session().client(
+            "sts",
+            endpoint_url=self.endpoint,
+            aws_access_key_id="AKIAIOSFODNN7EXAMPLE",
+            aws_secret_access_key="secret",
+            region_name=REGION,
+        )
+        self.creds = base.assume_role(
+            RoleArn=f"arn:aws:iam::{self.id}:role/InstantStartControlPlane", RoleSessionName="tests"
+        )["Credentials"]
         self._clients: dict[str, Any] = {}
 
     def client(self, service: str, **kw: Any) -> Any:
         """A client with these credentials; extra kwargs (e.g. config=) give a fresh, uncached client."""
         if kw or service not in self._clients:
-            args = {"endpoint_url": self.endpoint, "region_name": REGION, "config": self.config,
-                    "aws_access_key_id": self.creds["AccessKeyId"],
-                    "aws_secret_access_key": self.creds["SecretAccessKey"],
-                    "aws_session_token": self.creds["SessionToken"], **kw}
+            args = {
+                "endpoint_url": self.endpoint,
+                "region_name": REGION,
+                "config": self.config,
+                "aws_access_key_id": self.creds["AccessKeyId"],
+                "aws_secret_access_key": self.creds["SecretAccessKey"],
+                "aws_session_token": self.creds["SessionToken"],
+                **kw,
+            }
             client = _session().client(service, **args)
             if kw:
                 return client
@@ -131,8 +143,10 @@ def wait_for(fn: Callable[[], Any], timeout: float = 10.0, interval: float = 0.0
 def network(acct: Account, zones: tuple[str, ...] = ("us-west-2a", "us-west-2b")) -> dict[str, Any]:
     ec2 = acct.ec2
     vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
-    subnets = [ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.0.{16 * i}.0/20", AvailabilityZone=z)["Subnet"]["SubnetId"]
-               for i, z in enumerate(zones)]
+    subnets = [
+        ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.0.{16 * i}.0/20", AvailabilityZone=z)["Subnet"]["SubnetId"]
+        for i, z in enumerate(zones)
+    ]
     sg = ec2.create_security_group(GroupName="cluster", Description="cluster", VpcId=vpc)["GroupId"]
     return {"vpc": vpc, "subnets": subnets, "sg": sg}
 
@@ -144,26 +158,35 @@ def role(acct: Account, name: str, *policies: str) -> str:
     return f"arn:aws:iam::{acct.id}:role/{name}"
 
 
-def eks_cluster(acct: Account, name: str = "ml", net: dict[str, Any] | None = None,
-                wait: bool = True) -> dict[str, Any]:
+def eks_cluster(
+    acct: Account, name: str = "ml", net: dict[str, Any] | None = None, wait: bool = True
+) -> dict[str, Any]:
     net = net or network(acct)
     role_arn = role(acct, f"{name}-eks-role", "AmazonEKSClusterPolicy")
-    acct.eks.create_cluster(name=name, version="1.32", roleArn=role_arn,
-                            resourcesVpcConfig={"subnetIds": net["subnets"], "securityGroupIds": [net["sg"]]},
-                            accessConfig={"authenticationMode": "API_AND_CONFIG_MAP"})
+    acct.eks.create_cluster(
+        name=name,
+        version="1.32",
+        roleArn=role_arn,
+        resourcesVpcConfig={"subnetIds": net["subnets"], "securityGroupIds": [net["sg"]]},
+        accessConfig={"authenticationMode": "API_AND_CONFIG_MAP"},
+    )
     if wait:
         wait_for(lambda: acct.eks.describe_cluster(name=name)["cluster"]["status"] == "ACTIVE")
     return {**acct.eks.describe_cluster(name=name)["cluster"], "net": net}
 
 
-def hyperpod(acct: Account, name: str, eks: dict[str, Any], groups: list[dict[str, Any]] | None = None,
-             **extra: Any) -> str:
+def hyperpod(
+    acct: Account, name: str, eks: dict[str, Any], groups: list[dict[str, Any]] | None = None, **extra: Any
+) -> str:
     exec_role = role(acct, f"{name}-exec", "AmazonSageMakerClusterInstanceRolePolicy")
     groups = groups or [{"InstanceGroupName": "gpu", "InstanceType": "ml.p5.48xlarge", "InstanceCount": 2}]
     for g in groups:
         g.setdefault("ExecutionRole", exec_role)
         g.setdefault("LifeCycleConfig", {"SourceS3Uri": "s3://my-bucket/lifecycle/", "OnCreate": "on_create.sh"})
     return acct.sagemaker.create_cluster(
-        ClusterName=name, InstanceGroups=groups, Orchestrator={"Eks": {"ClusterArn": eks["arn"]}},
-        VpcConfig={"SecurityGroupIds": [eks["net"]["sg"]], "Subnets": eks["net"]["subnets"][1:2]}, **extra,
+        ClusterName=name,
+        InstanceGroups=groups,
+        Orchestrator={"Eks": {"ClusterArn": eks["arn"]}},
+        VpcConfig={"SecurityGroupIds": [eks["net"]["sg"]], "Subnets": eks["net"]["subnets"][1:2]},
+        **extra,
     )["ClusterArn"]

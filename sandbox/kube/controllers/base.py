@@ -33,8 +33,14 @@ def make_ctx(speedup: float) -> Ctx:
 
 
 def owner_ref(owner: Obj, controller: bool = True) -> Obj:
-    return {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": owner["metadata"]["name"],
-            "uid": owner["metadata"]["uid"], "controller": controller, "blockOwnerDeletion": True}
+    return {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"],
+        "controller": controller,
+        "blockOwnerDeletion": True,
+    }
 
 
 def owned_by(obj: Obj, owner: Obj) -> bool:
@@ -58,15 +64,25 @@ def sim(c: Cluster, obj: Obj) -> dict[str, Any]:
     return c.sim.setdefault(obj["metadata"]["uid"], {})
 
 
-def create_pod(c: Cluster, owner: Obj, template: Obj, name: str | None = None,
-               extra_labels: dict[str, str] | None = None, sim_state: dict[str, Any] | None = None,
-               extra_annotations: dict[str, str] | None = None, hostname: str | None = None) -> Obj | None:
+def create_pod(
+    c: Cluster,
+    owner: Obj,
+    template: Obj,
+    name: str | None = None,
+    extra_labels: dict[str, str] | None = None,
+    sim_state: dict[str, Any] | None = None,
+    extra_annotations: dict[str, str] | None = None,
+    hostname: str | None = None,
+) -> Obj | None:
     """Create a pod from a pod template, owned by `owner`; None when the create is refused."""
     rt = c.type_by_gr("/pods")
     assert rt is not None
     tmeta = clone(template.get("metadata") or {})
-    meta: Obj = {"labels": dict(tmeta.get("labels") or {}), "annotations": dict(tmeta.get("annotations") or {}),
-                 "ownerReferences": [owner_ref(owner)]}
+    meta: Obj = {
+        "labels": dict(tmeta.get("labels") or {}),
+        "annotations": dict(tmeta.get("annotations") or {}),
+        "ownerReferences": [owner_ref(owner)],
+    }
     meta["labels"].update(extra_labels or {})
     meta["annotations"].update(extra_annotations or {})
     if not meta["annotations"]:
@@ -83,16 +99,28 @@ def create_pod(c: Cluster, owner: Obj, template: Obj, name: str | None = None,
     try:
         pod = c.create(rt, {"metadata": meta, "spec": spec}, owner["metadata"]["namespace"])
     except ApiError as e:
-        c.record_event(owner, "FailedCreate", f"Error creating: {e.message}", "Warning",
-                       component=f"{owner['kind'].lower()}-controller")
+        c.record_event(
+            owner,
+            "FailedCreate",
+            f"Error creating: {e.message}",
+            "Warning",
+            component=f"{owner['kind'].lower()}-controller",
+        )
         return None
     if sim_state:
         c.sim.setdefault(pod["metadata"]["uid"], {}).update(sim_state)
     return pod
 
 
-def set_condition(conditions: list[Obj], ctype: str, status: str, reason: str = "", message: str = "",
-                  ts: str | None = None, with_probe: bool = False) -> list[Obj]:
+def set_condition(
+    conditions: list[Obj],
+    ctype: str,
+    status: str,
+    reason: str = "",
+    message: str = "",
+    ts: str | None = None,
+    with_probe: bool = False,
+) -> list[Obj]:
     """Upsert a condition, keeping lastTransitionTime unless the status changes."""
     from ..store import now_iso
 
@@ -117,9 +145,12 @@ def set_condition(conditions: list[Obj], ctype: str, status: str, reason: str = 
 
 def pod_active(pod: Obj) -> bool:
     return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed") and not pod["metadata"].get(
-        "deletionTimestamp")
+        "deletionTimestamp"
+    )
 
 
 def pod_ready(pod: Obj) -> bool:
-    return any(x.get("type") == "Ready" and x.get("status") == "True"
-               for x in (pod.get("status") or {}).get("conditions") or [])
+    return any(
+        x.get("type") == "Ready" and x.get("status") == "True"
+        for x in (pod.get("status") or {}).get("conditions") or []
+    )

@@ -55,10 +55,17 @@ def _defaults(pod: Obj, s: dict[str, Any]) -> None:
 
 def _container_status(ct: Obj, state: Obj, ready: bool, restart_count: int = 0, started: bool = False) -> Obj:
     image = ct.get("image", "")
-    return {"name": ct.get("name"), "image": image if "/" in image else f"docker.io/library/{image}",
-            "imageID": f"{image.split(':')[0]}@sha256:{hashlib.sha256(image.encode()).hexdigest()}",
-            "containerID": f"containerd://{hashlib.sha256((ct.get('name', '') + image).encode()).hexdigest()}",
-            "state": state, "lastState": {}, "ready": ready, "restartCount": restart_count, "started": started}
+    return {
+        "name": ct.get("name"),
+        "image": image if "/" in image else f"docker.io/library/{image}",
+        "imageID": f"{image.split(':')[0]}@sha256:{hashlib.sha256(image.encode()).hexdigest()}",
+        "containerID": f"containerd://{hashlib.sha256((ct.get('name', '') + image).encode()).hexdigest()}",
+        "state": state,
+        "lastState": {},
+        "ready": ready,
+        "restartCount": restart_count,
+        "started": started,
+    }
 
 
 def run_kubelet(c: Cluster, ctx: Ctx) -> None:
@@ -84,16 +91,31 @@ def run_kubelet(c: Cluster, ctx: Ctx) -> None:
 def _node_down(c: Cluster, ctx: Ctx, pod: Obj, since: float) -> None:
     """Pods on a NotReady node: Ready=False at once; deleted after the default 300 s
     not-ready toleration (taint-based eviction), so that their owners recreate them elsewhere."""
-    tol = next((t for t in (pod.get("spec") or {}).get("tolerations") or []
-                if t.get("effect") in (None, "", "NoExecute") and (
-                    (t.get("key") == "node.kubernetes.io/not-ready" and t.get("operator") == "Exists")
-                    or (not t.get("key") and t.get("operator") == "Exists"))), None)
+    tol = next(
+        (
+            t
+            for t in (pod.get("spec") or {}).get("tolerations") or []
+            if t.get("effect") in (None, "", "NoExecute")
+            and (
+                (t.get("key") == "node.kubernetes.io/not-ready" and t.get("operator") == "Exists")
+                or (not t.get("key") and t.get("operator") == "Exists")
+            )
+        ),
+        None,
+    )
     # DaemonSet pods tolerate not-ready forever; others after tolerationSeconds (default 300)
-    limit = None if tol is not None and tol.get("tolerationSeconds") is None else float(
-        (tol or {}).get("tolerationSeconds", EVICTION_SECONDS))
+    limit = (
+        None
+        if tol is not None and tol.get("tolerationSeconds") is None
+        else float((tol or {}).get("tolerationSeconds", EVICTION_SECONDS))
+    )
     if limit is not None and ctx.elapsed(since) >= limit:
-        c.record_event(pod, "TaintManagerEviction", f"Marking for deletion Pod {pod['metadata']['namespace']}/"
-                       f"{pod['metadata']['name']}", component="taint-eviction-controller")
+        c.record_event(
+            pod,
+            "TaintManagerEviction",
+            f"Marking for deletion Pod {pod['metadata']['namespace']}/{pod['metadata']['name']}",
+            component="taint-eviction-controller",
+        )
         rt = c.type_by_gr("/pods")
         assert rt is not None
         c.delete(rt, pod["metadata"]["namespace"], pod["metadata"]["name"])
@@ -101,8 +123,9 @@ def _node_down(c: Cluster, ctx: Ctx, pod: Obj, since: float) -> None:
     st = pod.get("status") or {}
     if any(x.get("type") == "Ready" and x.get("status") == "True" for x in st.get("conditions") or []):
         new = clone(st)
-        new["conditions"] = set_condition(new["conditions"], "Ready", "False", "NodeNotReady",
-                                          "the node this pod runs on is not ready")
+        new["conditions"] = set_condition(
+            new["conditions"], "Ready", "False", "NodeNotReady", "the node this pod runs on is not ready"
+        )
         c.put_status("/pods", pod, new)
 
 
@@ -112,24 +135,33 @@ def _start(c: Cluster, ctx: Ctx, pod: Obj, s: dict[str, Any]) -> None:
     if not s.get("pulling"):
         s["pulling"] = True
         for ct in containers:
-            c.record_event(pod, "Pulling", f"Pulling image \"{ct.get('image')}\"")
+            c.record_event(pod, "Pulling", f'Pulling image "{ct.get("image")}"')
         st = clone(pod.get("status") or {})
         st["hostIP"] = _node_ip(c, pod)
         st["startTime"] = now_iso()
         st["conditions"] = set_condition(st.get("conditions") or [], "Initialized", "True")
-        st["conditions"] = set_condition(st["conditions"], "Ready", "False", "ContainersNotReady",
-                                         "containers with unready status: [" +
-                                         " ".join(x.get("name", "") for x in containers) + "]")
-        st["containerStatuses"] = [_container_status(ct, {"waiting": {"reason": "ContainerCreating"}}, False)
-                                   for ct in containers]
+        st["conditions"] = set_condition(
+            st["conditions"],
+            "Ready",
+            "False",
+            "ContainersNotReady",
+            "containers with unready status: [" + " ".join(x.get("name", "") for x in containers) + "]",
+        )
+        st["containerStatuses"] = [
+            _container_status(ct, {"waiting": {"reason": "ContainerCreating"}}, False) for ct in containers
+        ]
         c.put_status("/pods", pod, st)
         return
     pull = PULL_SECONDS + (_seed(pod["metadata"]["uid"]) % 30) / 10.0
     if el < pull:
         return
     for ct in containers:
-        c.record_event(pod, "Pulled", f"Successfully pulled image \"{ct.get('image')}\" in {pull:.3f}s "
-                                      f"({pull:.3f}s including waiting). Image size: 4096000 bytes.")
+        c.record_event(
+            pod,
+            "Pulled",
+            f'Successfully pulled image "{ct.get("image")}" in {pull:.3f}s '
+            f"({pull:.3f}s including waiting). Image size: 4096000 bytes.",
+        )
         c.record_event(pod, "Created", f"Created container: {ct.get('name')}")
         c.record_event(pod, "Started", f"Started container {ct.get('name')}")
     ts = now_iso()
@@ -138,8 +170,9 @@ def _start(c: Cluster, ctx: Ctx, pod: Obj, s: dict[str, Any]) -> None:
     st["podIP"] = pod_ip(pod)
     st["podIPs"] = [{"ip": st["podIP"]}]
     restarts = s.get("restarts", 0)
-    st["containerStatuses"] = [_container_status(ct, {"running": {"startedAt": ts}}, True, restarts, True)
-                               for ct in containers]
+    st["containerStatuses"] = [
+        _container_status(ct, {"running": {"startedAt": ts}}, True, restarts, True) for ct in containers
+    ]
     for t in ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready", "PodScheduled"):
         st["conditions"] = set_condition(st.get("conditions") or [], t, "True")
     c.put_status("/pods", pod, st)
@@ -180,8 +213,13 @@ def terminate(c: Cluster, pod: Obj, exit_code: int, reason: str, message: str = 
     new_cs = []
     for cs in st.get("containerStatuses") or []:
         started = ((cs.get("state") or {}).get("running") or {}).get("startedAt", ts)
-        term = {"exitCode": exit_code, "reason": reason, "startedAt": started, "finishedAt": ts,
-                "containerID": cs.get("containerID")}
+        term = {
+            "exitCode": exit_code,
+            "reason": reason,
+            "startedAt": started,
+            "finishedAt": ts,
+            "containerID": cs.get("containerID"),
+        }
         if message:
             term["message"] = message
         new_cs.append(dict(cs, state={"terminated": term}, ready=False, started=False))
@@ -196,11 +234,20 @@ def terminate(c: Cluster, pod: Obj, exit_code: int, reason: str, message: str = 
 def crash(c: Cluster, pod: Obj, exit_code: int = 137) -> None:
     """An injected fault: the containers die with an error (OOM-kill style 137, or 1)."""
     for ct in (pod.get("spec") or {}).get("containers") or []:
-        c.append_log(pod, ct["name"], "RuntimeError: NCCL communicator was aborted on rank 0. "
-                     "Original reason for failure was: NCCL error: unhandled system error"
-                     if sim(c, pod).get("log") == "training" else "fatal: process killed")
-        c.record_event(pod, "BackOff", "Back-off restarting failed container "
-                       f"{ct.get('name')} in pod {pod['metadata']['name']}", "Warning")
+        c.append_log(
+            pod,
+            ct["name"],
+            "RuntimeError: NCCL communicator was aborted on rank 0. "
+            "Original reason for failure was: NCCL error: unhandled system error"
+            if sim(c, pod).get("log") == "training"
+            else "fatal: process killed",
+        )
+        c.record_event(
+            pod,
+            "BackOff",
+            f"Back-off restarting failed container {ct.get('name')} in pod {pod['metadata']['name']}",
+            "Warning",
+        )
     terminate(c, pod, exit_code, "Error")
 
 
@@ -224,29 +271,45 @@ def startup_lines(pod: Obj, ct: Obj, s: dict[str, Any]) -> list[str]:
             f"INFO model parameters: {ctx.get('params', '7.24B')}  global batch size: {ctx.get('batch', 256)}",
         ]
     if style == "ray-head":
-        return ["Usage stats collection is disabled.", "Local node IP: " + pod_ip(pod),
-                "Ray runtime started.", "View the Ray dashboard at http://0.0.0.0:8265",
-                "--------------------", "Ray head node started, waiting for workers"]
+        return [
+            "Usage stats collection is disabled.",
+            "Local node IP: " + pod_ip(pod),
+            "Ray runtime started.",
+            "View the Ray dashboard at http://0.0.0.0:8265",
+            "--------------------",
+            "Ray head node started, waiting for workers",
+        ]
     if style == "ray-worker":
-        return [f"Connecting to Ray head at {ctx.get('head', 'raycluster-head-svc')}:6379",
-                "Ray runtime started.", "Worker node joined the cluster"]
+        return [
+            f"Connecting to Ray head at {ctx.get('head', 'raycluster-head-svc')}:6379",
+            "Ray runtime started.",
+            "Worker node joined the cluster",
+        ]
     if style == "ray-submit":
-        return [f"{now_iso()} INFO cli.py:36 -- Job submission server address: http://{ctx.get('head', 'head')}:8265",
-                f"{now_iso()} SUCC cli.py:60 -- Job '{ctx.get('job_id', 'raysubmit')}' submitted successfully",
-                f"{now_iso()} INFO cli.py:284 -- Tailing logs until the job exits (disable with --no-wait):",
-                f"Running entrypoint: {ctx.get('entrypoint', 'python main.py')}"]
+        return [
+            f"{now_iso()} INFO cli.py:36 -- Job submission server address: http://{ctx.get('head', 'head')}:8265",
+            f"{now_iso()} SUCC cli.py:60 -- Job '{ctx.get('job_id', 'raysubmit')}' submitted successfully",
+            f"{now_iso()} INFO cli.py:284 -- Tailing logs until the job exits (disable with --no-wait):",
+            f"Running entrypoint: {ctx.get('entrypoint', 'python main.py')}",
+        ]
     if style == "batch":
         cmd = " ".join(str(x) for x in (ct.get("command") or []) + (ct.get("args") or [])) or image
         return [f"[sandbox] running: {cmd}"]
     lines = [f"[sandbox] container {name} started (image {image})"]
     port = next((p.get("containerPort") for p in ct.get("ports") or []), None)
     if "vllm" in image:
-        lines += ["INFO vLLM API server version 0.8.5", "INFO Loading model weights took 12.31 GiB",
-                  "INFO Capturing cudagraphs for decoding.",
-                  f"INFO: Uvicorn running on http://0.0.0.0:{port or 8000} (Press CTRL+C to quit)"]
+        lines += [
+            "INFO vLLM API server version 0.8.5",
+            "INFO Loading model weights took 12.31 GiB",
+            "INFO Capturing cudagraphs for decoding.",
+            f"INFO: Uvicorn running on http://0.0.0.0:{port or 8000} (Press CTRL+C to quit)",
+        ]
     elif "sglang" in image:
-        lines += ["[2025] server_args=ServerArgs(...)", "Load weight end. type=LlamaForCausalLM",
-                  f"The server is fired up and ready to roll! Listening on 0.0.0.0:{port or 30000}"]
+        lines += [
+            "[2025] server_args=ServerArgs(...)",
+            "Load weight end. type=LlamaForCausalLM",
+            f"The server is fired up and ready to roll! Listening on 0.0.0.0:{port or 30000}",
+        ]
     elif port:
         lines.append(f"listening on 0.0.0.0:{port}")
     lines.append("ready")
@@ -257,13 +320,17 @@ def finish_lines(pod: Obj, ct: Obj, s: dict[str, Any], code: int) -> list[str]:
     style = s.get("log", "service")
     if style == "training":
         if code == 0:
-            return [f"INFO saving checkpoint to {(s.get('ctx') or {}).get('ckpt', '/checkpoints')}/final",
-                    "INFO training complete"]
+            return [
+                f"INFO saving checkpoint to {(s.get('ctx') or {}).get('ckpt', '/checkpoints')}/final",
+                "INFO training complete",
+            ]
         return [f"ERROR training process exited with code {code}"]
     if style == "ray-submit":
         job_id = (s.get("ctx") or {}).get("job_id", "raysubmit")
-        return ["Job finished.", f"{now_iso()} SUCC cli.py:63 -- Job '{job_id}' "
-                f"{'succeeded' if code == 0 else 'failed'}"]
+        return [
+            "Job finished.",
+            f"{now_iso()} SUCC cli.py:63 -- Job '{job_id}' {'succeeded' if code == 0 else 'failed'}",
+        ]
     if style == "batch":
         return ["[sandbox] done" if code == 0 else f"[sandbox] exited with code {code}"]
     return []

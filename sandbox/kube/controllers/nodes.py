@@ -33,8 +33,7 @@ def _labels(c: Cluster, n: dict[str, Any]) -> dict[str, str]:
     labels = {
         "kubernetes.io/hostname": n["name"],
         "kubernetes.io/os": "linux",
-        "kubernetes.io/arch": "arm64" if str(n.get("instance_type", "")).startswith(("g5g", "c7g", "m7g")) else
-        "amd64",
+        "kubernetes.io/arch": "arm64" if str(n.get("instance_type", "")).startswith(("g5g", "c7g", "m7g")) else "amd64",
         "beta.kubernetes.io/os": "linux",
         "beta.kubernetes.io/arch": "amd64",
         "node.kubernetes.io/instance-type": n.get("instance_type", ""),
@@ -46,12 +45,14 @@ def _labels(c: Cluster, n: dict[str, Any]) -> dict[str, str]:
     }
     if str(n["name"]).startswith("hyperpod-"):
         # HyperPod nodes (named hyperpod-<instance id>) carry these even when the caller omits them
-        labels.update({
-            "sagemaker.amazonaws.com/instance-group-name": n.get("instance_group", ""),
-            "sagemaker.amazonaws.com/compute-type": "hyperpod",
-            "sagemaker.amazonaws.com/capacity-type": str(n.get("capacity_type", "") or "OnDemand"),
-            HEALTH_LABEL: "Schedulable",
-        })
+        labels.update(
+            {
+                "sagemaker.amazonaws.com/instance-group-name": n.get("instance_group", ""),
+                "sagemaker.amazonaws.com/compute-type": "hyperpod",
+                "sagemaker.amazonaws.com/capacity-type": str(n.get("capacity_type", "") or "OnDemand"),
+                HEALTH_LABEL: "Schedulable",
+            }
+        )
     labels.update({k: str(v) for k, v in (n.get("labels") or {}).items()})
     return {k: v for k, v in labels.items() if v != "" or k in (n.get("labels") or {})}
 
@@ -59,12 +60,23 @@ def _labels(c: Cluster, n: dict[str, Any]) -> dict[str, str]:
 def _resources(n: dict[str, Any]) -> tuple[Obj, Obj]:
     cpu = int(n.get("cpu", 4) or 0)
     mem = int(n.get("memory_gib", 16) or 0)
-    cap: Obj = {"cpu": str(cpu), "memory": f"{mem * 1024 * 1024}Ki", "pods": "110",
-                "ephemeral-storage": "104845292Ki", "hugepages-1Gi": "0", "hugepages-2Mi": "0"}
+    cap: Obj = {
+        "cpu": str(cpu),
+        "memory": f"{mem * 1024 * 1024}Ki",
+        "pods": "110",
+        "ephemeral-storage": "104845292Ki",
+        "hugepages-1Gi": "0",
+        "hugepages-2Mi": "0",
+    }
     # kubelet reserves a little cpu and memory (EKS-like), extended resources are all allocatable
-    alloc: Obj = {"cpu": f"{max(cpu * 1000 - 90 - cpu * 6, 0)}m",
-                  "memory": f"{max(mem * 1024 * 1024 - 893 * 1024 - mem * 6 * 1024, 0)}Ki",
-                  "pods": "110", "ephemeral-storage": "95551679124", "hugepages-1Gi": "0", "hugepages-2Mi": "0"}
+    alloc: Obj = {
+        "cpu": f"{max(cpu * 1000 - 90 - cpu * 6, 0)}m",
+        "memory": f"{max(mem * 1024 * 1024 - 893 * 1024 - mem * 6 * 1024, 0)}Ki",
+        "pods": "110",
+        "ephemeral-storage": "95551679124",
+        "hugepages-1Gi": "0",
+        "hugepages-2Mi": "0",
+    }
     if int(n.get("gpus", 0) or 0) > 0:
         cap["nvidia.com/gpu"] = alloc["nvidia.com/gpu"] = str(int(n["gpus"]))
     if int(n.get("efa", 0) or 0) > 0:
@@ -73,8 +85,11 @@ def _resources(n: dict[str, Any]) -> tuple[Obj, Obj]:
 
 
 def _taints(labels: dict[str, str], ready: bool, given: list[Obj] | None = None) -> list[Obj]:
-    out = [{k: v for k, v in t.items() if k in ("key", "value", "effect") and v not in (None, "")}
-           for t in given or [] if t.get("key")]
+    out = [
+        {k: v for k, v in t.items() if k in ("key", "value", "effect") and v not in (None, "")}
+        for t in given or []
+        if t.get("key")
+    ]
     health = labels.get(HEALTH_LABEL, "Schedulable")
     if health.startswith("Unschedulable"):
         out.append({"key": HEALTH_LABEL, "value": health, "effect": "NoSchedule"})
@@ -89,13 +104,23 @@ def _lease(c: Cluster, node: Obj) -> None:
     renewing it every tick would flood watchers with events for no benefit here."""
     rt = c.type_by_gr("coordination.k8s.io/leases")
     name = node["metadata"]["name"]
-    if rt is None or c.get(rt.gr, "kube-node-lease", name) is not None or \
-            c.get("/namespaces", "", "kube-node-lease") is None:
+    if (
+        rt is None
+        or c.get(rt.gr, "kube-node-lease", name) is not None
+        or c.get("/namespaces", "", "kube-node-lease") is None
+    ):
         return
-    c.create(rt, {"metadata": {"name": name, "ownerReferences": [
-        {"apiVersion": "v1", "kind": "Node", "name": name, "uid": node["metadata"]["uid"]}]},
-        "spec": {"holderIdentity": name, "leaseDurationSeconds": 40, "renewTime": now_iso_nano()}},
-        "kube-node-lease")
+    c.create(
+        rt,
+        {
+            "metadata": {
+                "name": name,
+                "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": name, "uid": node["metadata"]["uid"]}],
+            },
+            "spec": {"holderIdentity": name, "leaseDurationSeconds": 40, "renewTime": now_iso_nano()},
+        },
+        "kube-node-lease",
+    )
 
 
 def sync_nodes(c: Cluster, nodes: list[dict[str, Any]]) -> None:
@@ -121,35 +146,61 @@ def sync_nodes(c: Cluster, nodes: list[dict[str, Any]]) -> None:
         health = labels.get(HEALTH_LABEL, "Schedulable")
         cur = c.get("/nodes", "", name)
         ts = now_iso()
-        cond_ready = {"type": "Ready", "status": "True" if ready else "False",
-                      "reason": "KubeletReady" if ready else "KubeletNotReady",
-                      "message": "kubelet is posting ready status" if ready else
-                      "container runtime network not ready", "lastHeartbeatTime": ts, "lastTransitionTime": ts}
+        cond_ready = {
+            "type": "Ready",
+            "status": "True" if ready else "False",
+            "reason": "KubeletReady" if ready else "KubeletNotReady",
+            "message": "kubelet is posting ready status" if ready else "container runtime network not ready",
+            "lastHeartbeatTime": ts,
+            "lastTransitionTime": ts,
+        }
         if cur is None:
             obj = {
-                "metadata": {"name": name, "labels": labels,
-                             "annotations": {"node.alpha.kubernetes.io/ttl": "0",
-                                             "volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
-                "spec": {"providerID": f"aws:///{n.get('zone', '')}/{n.get('instance_id', name)}",
-                         **({"taints": taints} if taints else {}),
-                         **({"unschedulable": True} if health.startswith("Unschedulable") else {})},
+                "metadata": {
+                    "name": name,
+                    "labels": labels,
+                    "annotations": {
+                        "node.alpha.kubernetes.io/ttl": "0",
+                        "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+                    },
+                },
+                "spec": {
+                    "providerID": f"aws:///{n.get('zone', '')}/{n.get('instance_id', name)}",
+                    **({"taints": taints} if taints else {}),
+                    **({"unschedulable": True} if health.startswith("Unschedulable") else {}),
+                },
                 "status": {
-                    "capacity": cap, "allocatable": alloc,
+                    "capacity": cap,
+                    "allocatable": alloc,
                     "conditions": [
-                        {"type": t, "status": "False", "reason": r, "message": m, "lastHeartbeatTime": ts,
-                         "lastTransitionTime": ts}
+                        {
+                            "type": t,
+                            "status": "False",
+                            "reason": r,
+                            "message": m,
+                            "lastHeartbeatTime": ts,
+                            "lastTransitionTime": ts,
+                        }
                         for t, r, m in PRESSURE_CONDITIONS
-                    ] + [cond_ready],
-                    "addresses": [{"type": "InternalIP", "address": _ip(name)},
-                                  {"type": "Hostname", "address": name},
-                                  {"type": "InternalDNS", "address": f"{name}.{c.region}.compute.internal"}],
-                    "nodeInfo": {"kubeletVersion": f"v{c.version}.4-eks-sandbox", "kubeProxyVersion":
-                                 f"v{c.version}.4-eks-sandbox", "osImage": "Amazon Linux 2023",
-                                 "kernelVersion": "6.1.115-126.197.amzn2023.x86_64",
-                                 "containerRuntimeVersion": "containerd://1.7.23", "operatingSystem": "linux",
-                                 "architecture": labels.get("kubernetes.io/arch", "amd64"),
-                                 "machineID": hashlib.md5(name.encode()).hexdigest(),
-                                 "systemUUID": hashlib.md5(name.encode()).hexdigest(), "bootID": ""},
+                    ]
+                    + [cond_ready],
+                    "addresses": [
+                        {"type": "InternalIP", "address": _ip(name)},
+                        {"type": "Hostname", "address": name},
+                        {"type": "InternalDNS", "address": f"{name}.{c.region}.compute.internal"},
+                    ],
+                    "nodeInfo": {
+                        "kubeletVersion": f"v{c.version}.4-eks-sandbox",
+                        "kubeProxyVersion": f"v{c.version}.4-eks-sandbox",
+                        "osImage": "Amazon Linux 2023",
+                        "kernelVersion": "6.1.115-126.197.amzn2023.x86_64",
+                        "containerRuntimeVersion": "containerd://1.7.23",
+                        "operatingSystem": "linux",
+                        "architecture": labels.get("kubernetes.io/arch", "amd64"),
+                        "machineID": hashlib.md5(name.encode()).hexdigest(),
+                        "systemUUID": hashlib.md5(name.encode()).hexdigest(),
+                        "bootID": "",
+                    },
                     "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
                     "phase": "Running",
                 },
@@ -158,8 +209,12 @@ def sync_nodes(c: Cluster, nodes: list[dict[str, Any]]) -> None:
             _lease(c, node)
             owned[name] = sorted(labels)
             taint_keys[name] = sorted({t["key"] for t in taints})
-            c.record_event(c.get("/nodes", "", name) or obj, "RegisteredNode",
-                           f"Node {name} event: Registered Node {name} in Controller", component="node-controller")
+            c.record_event(
+                c.get("/nodes", "", name) or obj,
+                "RegisteredNode",
+                f"Node {name} event: Registered Node {name} in Controller",
+                component="node-controller",
+            )
             continue
         new = clone(cur)
         cur_labels = dict(new["metadata"].get("labels") or {})
@@ -171,8 +226,11 @@ def sync_nodes(c: Cluster, nodes: list[dict[str, Any]]) -> None:
         owned[name] = sorted(labels)
         owned_taints = SYNC_TAINT_KEYS | set(taint_keys.get(name, []))
         user_taints = [t for t in new["spec"].get("taints") or [] if t.get("key") not in owned_taints]
-        old_sync = {(t.get("key"), t.get("effect"), t.get("value")): t for t in new["spec"].get("taints") or []
-                    if t.get("key") in owned_taints}
+        old_sync = {
+            (t.get("key"), t.get("effect"), t.get("value")): t
+            for t in new["spec"].get("taints") or []
+            if t.get("key") in owned_taints
+        }
         taint_keys[name] = sorted({t["key"] for t in taints})
         merged = user_taints + [old_sync.get((t["key"], t["effect"], t.get("value")), t) for t in taints]
         if merged:
@@ -195,9 +253,12 @@ def sync_nodes(c: Cluster, nodes: list[dict[str, Any]]) -> None:
         conds.append(cond_ready)
         st["conditions"] = conds
         if old_ready and old_ready.get("status") != cond_ready["status"]:
-            c.record_event(new, "NodeReady" if ready else "NodeNotReady",
-                           f"Node {name} status is now: {'NodeReady' if ready else 'NodeNotReady'}",
-                           component="node-controller")
+            c.record_event(
+                new,
+                "NodeReady" if ready else "NodeNotReady",
+                f"Node {name} status is now: {'NodeReady' if ready else 'NodeNotReady'}",
+                component="node-controller",
+            )
         c.put("/nodes", new)
     for node in list(c.list("/nodes")):
         name = node["metadata"]["name"]
@@ -205,8 +266,13 @@ def sync_nodes(c: Cluster, nodes: list[dict[str, Any]]) -> None:
             # PodGC: pods bound to a node that no longer exists are deleted
             for pod in c.list("/pods"):
                 if (pod.get("spec") or {}).get("nodeName") == name:
-                    c.record_event(pod, "NodeLost", f"Node {name} which was running pod {pod['metadata']['name']} "
-                                   "is gone", "Warning", component="pod-garbage-collector")
+                    c.record_event(
+                        pod,
+                        "NodeLost",
+                        f"Node {name} which was running pod {pod['metadata']['name']} is gone",
+                        "Warning",
+                        component="pod-garbage-collector",
+                    )
                     c.delete(c.type_by_gr("/pods"), pod["metadata"]["namespace"], pod["metadata"]["name"])
             c.delete(rt, "", name)
             owned.pop(name, None)

@@ -12,8 +12,14 @@ from ..util import clone
 from .base import Ctx, pod_active, set_condition, sim
 
 Obj = dict[str, Any]
-RESOURCES = ("cpu", "memory", "nvidia.com/gpu", "vpc.amazonaws.com/efa", "aws.amazon.com/neuron",
-             "aws.amazon.com/neuroncore")
+RESOURCES = (
+    "cpu",
+    "memory",
+    "nvidia.com/gpu",
+    "vpc.amazonaws.com/efa",
+    "aws.amazon.com/neuron",
+    "aws.amazon.com/neuroncore",
+)
 
 
 def pod_requests(pod: Obj) -> dict[str, Decimal]:
@@ -57,7 +63,8 @@ def tolerates(tolerations: list[Obj], taint: Obj) -> bool:
 
 def _affinity_ok(pod: Obj, labels: dict[str, str]) -> bool:
     aff = (((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution") or {}
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
     terms = aff.get("nodeSelectorTerms") or []
     if not terms:
         return True
@@ -66,8 +73,12 @@ def _affinity_ok(pod: Obj, labels: dict[str, str]) -> bool:
         for e in term.get("matchExpressions") or []:
             k, op, vals = e.get("key"), e.get("operator"), e.get("values") or []
             v = labels.get(k)
-            if (op == "In" and v not in vals) or (op == "NotIn" and v in vals) or \
-                    (op == "Exists" and k not in labels) or (op == "DoesNotExist" and k in labels):
+            if (
+                (op == "In" and v not in vals)
+                or (op == "NotIn" and v in vals)
+                or (op == "Exists" and k not in labels)
+                or (op == "DoesNotExist" and k in labels)
+            ):
                 ok = False
             if op in ("Gt", "Lt"):
                 try:
@@ -80,8 +91,10 @@ def _affinity_ok(pod: Obj, labels: dict[str, str]) -> bool:
 
 
 def node_ready(node: Obj) -> bool:
-    return any(x.get("type") == "Ready" and x.get("status") == "True"
-               for x in (node.get("status") or {}).get("conditions") or [])
+    return any(
+        x.get("type") == "Ready" and x.get("status") == "True"
+        for x in (node.get("status") or {}).get("conditions") or []
+    )
 
 
 def fit_reasons(pod: Obj, node: Obj, used: dict[str, Decimal]) -> list[str]:
@@ -94,7 +107,8 @@ def fit_reasons(pod: Obj, node: Obj, used: dict[str, Decimal]) -> list[str]:
     if not _affinity_ok(pod, labels):
         return ["node(s) didn't match Pod's node affinity/selector"]
     if (node.get("spec") or {}).get("unschedulable") and not tolerates(
-            spec.get("tolerations") or [], {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}):
+        spec.get("tolerations") or [], {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+    ):
         return ["node(s) were unschedulable"]
     for t in (node.get("spec") or {}).get("taints") or []:
         if t.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(spec.get("tolerations") or [], t):
@@ -142,15 +156,21 @@ def node_usage(c: Cluster) -> dict[str, dict[str, Decimal]]:
 
 
 def schedule(c: Cluster, ctx: Ctx) -> None:
-    pending = [p for p in c.list("/pods") if not (p.get("spec") or {}).get("nodeName") and pod_active(p)
-               and (p.get("spec") or {}).get("schedulerName", "default-scheduler") == "default-scheduler"]
+    pending = [
+        p
+        for p in c.list("/pods")
+        if not (p.get("spec") or {}).get("nodeName")
+        and pod_active(p)
+        and (p.get("spec") or {}).get("schedulerName", "default-scheduler") == "default-scheduler"
+    ]
     if not pending:
         return
     nodes = [n for n in c.list("/nodes") if node_ready(n)]
     all_nodes = c.list("/nodes")
     usage = node_usage(c)
-    for pod in sorted(pending, key=lambda p: (-int((p.get("spec") or {}).get("priority") or 0),
-                                              p["metadata"]["creationTimestamp"])):
+    for pod in sorted(
+        pending, key=lambda p: (-int((p.get("spec") or {}).get("priority") or 0), p["metadata"]["creationTimestamp"])
+    ):
         reasons: Counter[str] = Counter()
         fitting = []
         for node in sorted(nodes, key=lambda n: n["metadata"]["name"]):
@@ -166,15 +186,19 @@ def schedule(c: Cluster, ctx: Ctx) -> None:
             reasons["node(s) had untolerated taint {node.kubernetes.io/not-ready: }"] += not_ready
         if chosen is None:
             parts = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda x: x[0]))
-            msg = f"0/{len(all_nodes)} nodes are available: {parts}." if all_nodes else \
-                "no nodes available to schedule pods"
+            msg = (
+                f"0/{len(all_nodes)} nodes are available: {parts}."
+                if all_nodes
+                else "no nodes available to schedule pods"
+            )
             if all_nodes:
-                msg += f" preemption: 0/{len(all_nodes)} nodes are available: {len(all_nodes)} No preemption " \
-                       "victims found for incoming pod."
+                msg += (
+                    f" preemption: 0/{len(all_nodes)} nodes are available: {len(all_nodes)} No preemption "
+                    "victims found for incoming pod."
+                )
             st = clone(pod.get("status") or {})
             st["phase"] = "Pending"
-            st["conditions"] = set_condition(st.get("conditions") or [], "PodScheduled", "False", "Unschedulable",
-                                             msg)
+            st["conditions"] = set_condition(st.get("conditions") or [], "PodScheduled", "False", "Unschedulable", msg)
             s = sim(c, pod)
             if s.get("unsched_msg") != msg:
                 s["unsched_msg"] = msg
@@ -195,5 +219,9 @@ def schedule(c: Cluster, ctx: Ctx) -> None:
         for k, v in pod_requests(pod).items():
             u[k] = u.get(k, Decimal(0)) + v
         u["pods"] = u.get("pods", Decimal(0)) + 1
-        c.record_event(new, "Scheduled", f"Successfully assigned {pod['metadata']['namespace']}/"
-                       f"{pod['metadata']['name']} to {node_name}", component="default-scheduler")
+        c.record_event(
+            new,
+            "Scheduled",
+            f"Successfully assigned {pod['metadata']['namespace']}/{pod['metadata']['name']} to {node_name}",
+            component="default-scheduler",
+        )

@@ -42,8 +42,9 @@ def _desired(job: Obj) -> list[tuple[str, Obj, str, int]]:
     out = []
     for rs in (job.get("spec") or {}).get("replicaSpecs") or []:
         for i in range(int(rs.get("replicas", 1))):
-            out.append((f"{job['metadata']['name']}-{rs.get('name')}-{i}", rs.get("template") or {},
-                        str(rs.get("name")), i))
+            out.append(
+                (f"{job['metadata']['name']}-{rs.get('name')}-{i}", rs.get("template") or {}, str(rs.get("name")), i)
+            )
     return out
 
 
@@ -109,10 +110,14 @@ def reconcile(c: Cluster, ctx: Ctx, job: Obj) -> None:
     # faults: a pod of this attempt failed, or vanished (node lost) after it was created
     faulty = [p for n, p in pods.items() if n in want and (p.get("status") or {}).get("phase") == "Failed"]
     # HyperPod resiliency: pods on a node that health checks marked Unschedulable* are moved off it
-    unhealthy = {n["metadata"]["name"] for n in c.list("/nodes")
-                 if str((n["metadata"].get("labels") or {}).get(HEALTH_LABEL, "")).startswith("Unschedulable")}
-    faulty += [p for n, p in pods.items() if n in want and pod_active(p)
-               and (p.get("spec") or {}).get("nodeName") in unhealthy]
+    unhealthy = {
+        n["metadata"]["name"]
+        for n in c.list("/nodes")
+        if str((n["metadata"].get("labels") or {}).get(HEALTH_LABEL, "")).startswith("Unschedulable")
+    }
+    faulty += [
+        p for n, p in pods.items() if n in want and pod_active(p) and (p.get("spec") or {}).get("nodeName") in unhealthy
+    ]
     created = set(s.get("created") or [])
     vanished = [n for n in created if n not in pods]
     if faulty or vanished:
@@ -129,12 +134,20 @@ def reconcile(c: Cluster, ctx: Ctx, job: Obj) -> None:
         tann = (t.get("metadata") or {}).get("annotations") or {}
         run_s = float(tann.get(ANN_RUN_SECONDS, ann.get(ANN_RUN_SECONDS, DEFAULT_RUN_SECONDS)))
         code = int(tann.get(ANN_EXIT_CODE, ann.get(ANN_EXIT_CODE, 0)) or 0)
-        pod = create_pod(c, job, t, name=pname, hostname=pname,
-                         extra_labels={LBL_JOB: name, LBL_REPLICA: rname, LBL_INDEX: str(i),
-                                       "training.kubeflow.org/job-name": name},
-                         sim_state={"run_s": run_s, "exit": code, "log": "training",
-                                    "ctx": {"job": name, "world_size": ws, "rank": idx, "nproc": _nproc(job),
-                                            "nnodes": len(desired)}})
+        pod = create_pod(
+            c,
+            job,
+            t,
+            name=pname,
+            hostname=pname,
+            extra_labels={LBL_JOB: name, LBL_REPLICA: rname, LBL_INDEX: str(i), "training.kubeflow.org/job-name": name},
+            sim_state={
+                "run_s": run_s,
+                "exit": code,
+                "log": "training",
+                "ctx": {"job": name, "world_size": ws, "rank": idx, "nproc": _nproc(job), "nnodes": len(desired)},
+            },
+        )
         if pod:
             created.add(pname)
             c.record_event(job, "SuccessfulCreatePod", f"Created pod: {pname}", component=COMPONENT)
@@ -147,8 +160,9 @@ def reconcile(c: Cluster, ctx: Ctx, job: Obj) -> None:
         conds = _set_phase(conds, "Succeeded", "JobSucceeded", f"HyperPodPyTorchJob {name} is successfully completed.")
         st["completionTime"] = now_iso()
         s["t_finished"] = ctx.now
-        c.record_event(job, "JobSucceeded", f"HyperPodPyTorchJob {name} is successfully completed.",
-                       component=COMPONENT)
+        c.record_event(
+            job, "JobSucceeded", f"HyperPodPyTorchJob {name} is successfully completed.", component=COMPONENT
+        )
     elif mine and len(mine) == len(want) and all(ph in ("Running", "Succeeded") for ph in phases):
         if not any(x.get("type") == "Running" and x.get("status") == "True" for x in conds):
             conds = _set_phase(conds, "Running", "JobRunning", f"HyperPodPyTorchJob {name} is running.")
@@ -161,10 +175,14 @@ def _pod_template(tpl: Obj, job: Obj, master: str, world_size: int, rank: int) -
     t = clone(tpl)
     pspec = t.setdefault("spec", {})
     pspec.setdefault("restartPolicy", "Never")  # restarts are the operator's job, not the kubelet's
-    env_add = [{"name": "MASTER_ADDR", "value": master}, {"name": "MASTER_PORT", "value": "23456"},
-               {"name": "WORLD_SIZE", "value": str(world_size)}, {"name": "NODE_RANK", "value": str(rank)},
-               {"name": "PET_NPROC_PER_NODE", "value": str(_nproc(job))},
-               {"name": "JOB_NAME", "value": job["metadata"]["name"]}]
+    env_add = [
+        {"name": "MASTER_ADDR", "value": master},
+        {"name": "MASTER_PORT", "value": "23456"},
+        {"name": "WORLD_SIZE", "value": str(world_size)},
+        {"name": "NODE_RANK", "value": str(rank)},
+        {"name": "PET_NPROC_PER_NODE", "value": str(_nproc(job))},
+        {"name": "JOB_NAME", "value": job["metadata"]["name"]},
+    ]
     for ct in pspec.get("containers") or []:
         env = ct.setdefault("env", [])
         have = {e.get("name") for e in env}
@@ -172,8 +190,17 @@ def _pod_template(tpl: Obj, job: Obj, master: str, world_size: int, rank: int) -
     return t
 
 
-def _restart(c: Cluster, ctx: Ctx, job: Obj, st: Obj, conds: list[Obj], pods: dict[str, Obj], faulty: list[Obj],
-             vanished: list[str], run_policy: Obj) -> None:
+def _restart(
+    c: Cluster,
+    ctx: Ctx,
+    job: Obj,
+    st: Obj,
+    conds: list[Obj],
+    pods: dict[str, Obj],
+    faulty: list[Obj],
+    vanished: list[str],
+    run_policy: Obj,
+) -> None:
     ns = job["metadata"]["namespace"]
     name = job["metadata"]["name"]
     pod_rt = c.type_by_gr("/pods")
@@ -186,25 +213,50 @@ def _restart(c: Cluster, ctx: Ctx, job: Obj, st: Obj, conds: list[Obj], pods: di
         for cs in (p.get("status") or {}).get("containerStatuses") or []:
             term = (cs.get("state") or {}).get("terminated") or term
         if pod_active(p):  # still running, on a node marked unhealthy
-            faults.append({"podName": p["metadata"]["name"], "namespace": ns,
-                           "nodeName": (p.get("spec") or {}).get("nodeName", ""), "reason": "NodeUnhealthy",
-                           "time": ts})
+            faults.append(
+                {
+                    "podName": p["metadata"]["name"],
+                    "namespace": ns,
+                    "nodeName": (p.get("spec") or {}).get("nodeName", ""),
+                    "reason": "NodeUnhealthy",
+                    "time": ts,
+                }
+            )
             continue
-        faults.append({"podName": p["metadata"]["name"], "namespace": ns,
-                       "nodeName": (p.get("spec") or {}).get("nodeName", ""),
-                       "exitCode": term.get("exitCode", 1), "reason": term.get("reason", "Error"), "time": ts})
+        faults.append(
+            {
+                "podName": p["metadata"]["name"],
+                "namespace": ns,
+                "nodeName": (p.get("spec") or {}).get("nodeName", ""),
+                "exitCode": term.get("exitCode", 1),
+                "reason": term.get("reason", "Error"),
+                "time": ts,
+            }
+        )
     faults += [{"podName": n, "namespace": ns, "reason": "PodDeleted", "time": ts} for n in vanished]
     st["latestFaultyPodInstanceList"] = faults
     st["restartCount"] = int(st.get("restartCount", 0)) + 1
     max_retry = int(run_policy.get("jobMaxRetryCount", 0) or 0)
     names = ", ".join(f["podName"] for f in faults)
     for f in faults:
-        c.record_event(job, "PodFailed", f"Pod {f['podName']} failed: {f['reason']} (exit code "
-                       f"{f.get('exitCode', '-')})", "Warning", component=COMPONENT)
+        c.record_event(
+            job,
+            "PodFailed",
+            f"Pod {f['podName']} failed: {f['reason']} (exit code {f.get('exitCode', '-')})",
+            "Warning",
+            component=COMPONENT,
+        )
     if st["restartCount"] > max_retry:
         st["restartCount"] = max_retry
-        _fail(c, job, st, conds, pods, "MaxRetryCountExceeded",
-              f"Job {name} failed: pod(s) {names} failed and jobMaxRetryCount ({max_retry}) is exhausted")
+        _fail(
+            c,
+            job,
+            st,
+            conds,
+            pods,
+            "MaxRetryCountExceeded",
+            f"Job {name} failed: pod(s) {names} failed and jobMaxRetryCount ({max_retry}) is exhausted",
+        )
         return
     rp = run_policy.get("restartPolicy") or {}
     rs = dict(st.get("restartStatus") or {})
@@ -219,8 +271,15 @@ def _restart(c: Cluster, ctx: Ctx, job: Obj, st: Obj, conds: list[Obj], pods: di
         limit = rp.get("maxFullJobRestarts")
         if limit is not None and rs["fullJobRestartCount"] > int(limit):
             st["restartStatus"] = rs
-            _fail(c, job, st, conds, pods, "MaxFullJobRestartsExceeded",
-                  f"Job {name} failed: maxFullJobRestarts ({limit}) exceeded")
+            _fail(
+                c,
+                job,
+                st,
+                conds,
+                pods,
+                "MaxFullJobRestartsExceeded",
+                f"Job {name} failed: maxFullJobRestarts ({limit}) exceeded",
+            )
             return
         victims = list(pods)
     rs.update({"lastRestartType": kind, "lastRestartTime": ts, "lastRestartReason": f"pod(s) {names} failed"})
@@ -229,11 +288,19 @@ def _restart(c: Cluster, ctx: Ctx, job: Obj, st: Obj, conds: list[Obj], pods: di
         if c.get("/pods", ns, v) is not None:
             c.delete(pod_rt, ns, v)
     s["created"] = [n for n in (s.get("created") or []) if n not in victims and n not in vanished]
-    st["conditions"] = _set_phase(conds, "Restarting", kind,
-                                  f"Restarting job {name} ({kind}, restart {st['restartCount']} of {max_retry}) "
-                                  f"after pod(s) {names} failed")
-    c.record_event(job, "JobRestarting", st["conditions"][-1]["message"] if st["conditions"] else kind,
-                   "Warning", component=COMPONENT)
+    st["conditions"] = _set_phase(
+        conds,
+        "Restarting",
+        kind,
+        f"Restarting job {name} ({kind}, restart {st['restartCount']} of {max_retry}) after pod(s) {names} failed",
+    )
+    c.record_event(
+        job,
+        "JobRestarting",
+        st["conditions"][-1]["message"] if st["conditions"] else kind,
+        "Warning",
+        component=COMPONENT,
+    )
     c.put_status(HPJ_GR, job, st)
 
 

@@ -37,9 +37,17 @@ def run_workloads(c: Cluster, ctx: Ctx) -> None:
     for pvc in c.list("/persistentvolumeclaims"):
         if (pvc.get("status") or {}).get("phase") != "Bound":
             spec = pvc.get("spec") or {}
-            c.put_status("/persistentvolumeclaims", pvc, {
-                "phase": "Bound", "accessModes": spec.get("accessModes", ["ReadWriteOnce"]),
-                "capacity": {"storage": ((spec.get("resources") or {}).get("requests") or {}).get("storage", "1Gi")}})
+            c.put_status(
+                "/persistentvolumeclaims",
+                pvc,
+                {
+                    "phase": "Bound",
+                    "accessModes": spec.get("accessModes", ["ReadWriteOnce"]),
+                    "capacity": {
+                        "storage": ((spec.get("resources") or {}).get("requests") or {}).get("storage", "1Gi")
+                    },
+                },
+            )
 
 
 # ------------------------------------------------------------------ Deployment / ReplicaSet
@@ -62,29 +70,51 @@ def _deployment(c: Cluster, d: Obj) -> None:
         sel = clone(spec.get("selector") or {})
         sel.setdefault("matchLabels", {})["pod-template-hash"] = h
         name = f"{d['metadata']['name']}-{h}"
-        rev = 1 + max([int((r["metadata"].get("annotations") or {}).get("deployment.kubernetes.io/revision", 0))
-                       for r in rss] or [0])
-        current = c.create(rt, {
-            "metadata": {"name": name, "labels": dict(t["metadata"]["labels"]),
-                         "annotations": {"deployment.kubernetes.io/desired-replicas": str(want),
-                                         "deployment.kubernetes.io/max-replicas": str(want),
-                                         "deployment.kubernetes.io/revision": str(rev)},
-                         "ownerReferences": [owner_ref(d)]},
-            "spec": {"replicas": want, "selector": sel, "template": t,
-                     "minReadySeconds": spec.get("minReadySeconds", 0)},
-        }, d["metadata"]["namespace"])
-        c.record_event(d, "ScalingReplicaSet", f"Scaled up replica set {name} from 0 to {want}",
-                       component="deployment-controller")
+        rev = 1 + max(
+            [int((r["metadata"].get("annotations") or {}).get("deployment.kubernetes.io/revision", 0)) for r in rss]
+            or [0]
+        )
+        current = c.create(
+            rt,
+            {
+                "metadata": {
+                    "name": name,
+                    "labels": dict(t["metadata"]["labels"]),
+                    "annotations": {
+                        "deployment.kubernetes.io/desired-replicas": str(want),
+                        "deployment.kubernetes.io/max-replicas": str(want),
+                        "deployment.kubernetes.io/revision": str(rev),
+                    },
+                    "ownerReferences": [owner_ref(d)],
+                },
+                "spec": {
+                    "replicas": want,
+                    "selector": sel,
+                    "template": t,
+                    "minReadySeconds": spec.get("minReadySeconds", 0),
+                },
+            },
+            d["metadata"]["namespace"],
+        )
+        c.record_event(
+            d, "ScalingReplicaSet", f"Scaled up replica set {name} from 0 to {want}", component="deployment-controller"
+        )
     elif int(current["spec"].get("replicas", 0)) != want:
         new = clone(current)
         old_n = int(current["spec"].get("replicas", 0))
         new["spec"]["replicas"] = want
         c.put("apps/replicasets", new)
-        c.record_event(d, "ScalingReplicaSet", f"Scaled {'up' if want > old_n else 'down'} replica set "
-                       f"{current['metadata']['name']} from {old_n} to {want}", component="deployment-controller")
+        c.record_event(
+            d,
+            "ScalingReplicaSet",
+            f"Scaled {'up' if want > old_n else 'down'} replica set "
+            f"{current['metadata']['name']} from {old_n} to {want}",
+            component="deployment-controller",
+        )
     # rollout: old ReplicaSets go to zero once the new one is available (simplified surge)
     cur_status = (c.get("apps/replicasets", d["metadata"]["namespace"], current["metadata"]["name"]) or current).get(
-        "status") or {}
+        "status"
+    ) or {}
     new_ready = int(cur_status.get("availableReplicas", 0)) >= want
     for r in rss:
         if r["metadata"]["uid"] != current["metadata"]["uid"] and int(r["spec"].get("replicas", 0)) and new_ready:
@@ -92,8 +122,12 @@ def _deployment(c: Cluster, d: Obj) -> None:
             n0 = int(r["spec"]["replicas"])
             new["spec"]["replicas"] = 0
             c.put("apps/replicasets", new)
-            c.record_event(d, "ScalingReplicaSet", f"Scaled down replica set {r['metadata']['name']} from {n0} to 0",
-                           component="deployment-controller")
+            c.record_event(
+                d,
+                "ScalingReplicaSet",
+                f"Scaled down replica set {r['metadata']['name']} from {n0} to 0",
+                component="deployment-controller",
+            )
     rss = children(c, "apps/replicasets", d)
     total = sum(int((r.get("status") or {}).get("replicas", 0)) for r in rss)
     ready = sum(int((r.get("status") or {}).get("readyReplicas", 0)) for r in rss)
@@ -101,24 +135,56 @@ def _deployment(c: Cluster, d: Obj) -> None:
     cur = c.get("apps/replicasets", d["metadata"]["namespace"], current["metadata"]["name"]) or current
     updated = int((cur.get("status") or {}).get("replicas", 0))
     st = clone(d.get("status") or {})
-    st.update({"observedGeneration": d["metadata"].get("generation", 1), "replicas": total, "updatedReplicas": updated,
-               "readyReplicas": ready, "availableReplicas": avail, "unavailableReplicas": max(total - avail, 0)})
+    st.update(
+        {
+            "observedGeneration": d["metadata"].get("generation", 1),
+            "replicas": total,
+            "updatedReplicas": updated,
+            "readyReplicas": ready,
+            "availableReplicas": avail,
+            "unavailableReplicas": max(total - avail, 0),
+        }
+    )
     for k in ("readyReplicas", "availableReplicas", "unavailableReplicas", "updatedReplicas", "replicas"):
         if st[k] == 0:
             st.pop(k)
     conds = st.get("conditions") or []
     if avail >= want:
-        conds = set_condition(conds, "Available", "True", "MinimumReplicasAvailable",
-                              "Deployment has minimum availability.", with_probe=True)
+        conds = set_condition(
+            conds,
+            "Available",
+            "True",
+            "MinimumReplicasAvailable",
+            "Deployment has minimum availability.",
+            with_probe=True,
+        )
     else:
-        conds = set_condition(conds, "Available", "False", "MinimumReplicasUnavailable",
-                              "Deployment does not have minimum availability.", with_probe=True)
+        conds = set_condition(
+            conds,
+            "Available",
+            "False",
+            "MinimumReplicasUnavailable",
+            "Deployment does not have minimum availability.",
+            with_probe=True,
+        )
     if updated >= want and avail >= want:
-        conds = set_condition(conds, "Progressing", "True", "NewReplicaSetAvailable",
-                              f'ReplicaSet "{cur["metadata"]["name"]}" has successfully progressed.', with_probe=True)
+        conds = set_condition(
+            conds,
+            "Progressing",
+            "True",
+            "NewReplicaSetAvailable",
+            f'ReplicaSet "{cur["metadata"]["name"]}" has successfully progressed.',
+            with_probe=True,
+        )
     else:
-        conds = set_condition(conds, "Progressing", "True", "ReplicaSetUpdated",
-                              f'ReplicaSet "{cur["metadata"]["name"]}" is progressing.', with_probe=True)
+        conds = set_condition(
+            conds,
+            "Progressing",
+            "True",
+            "ReplicaSetUpdated",
+            f'ReplicaSet "{cur["metadata"]["name"]}" is progressing.',
+            with_probe=True,
+        )
     st["conditions"] = sorted(conds, key=lambda x: x["type"])
     c.put_status("apps/deployments", d, st)
 
@@ -138,21 +204,29 @@ def _replicaset(c: Cluster, ctx: Ctx, rs: Obj) -> None:
         for _ in range(want - len(active)):
             pod = create_pod(c, rs, spec.get("template") or {})
             if pod:
-                c.record_event(rs, "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}",
-                               component="replicaset-controller")
+                c.record_event(
+                    rs, "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}", component="replicaset-controller"
+                )
     elif len(active) > want:
         # delete not-ready / newest pods first, like the real controller
         victims = sorted(active, key=lambda p: (pod_ready(p), p["metadata"]["creationTimestamp"]))[: len(active) - want]
         for p in victims:
             c.delete(c.type_by_gr("/pods"), p["metadata"]["namespace"], p["metadata"]["name"])
-            c.record_event(rs, "SuccessfulDelete", f"Deleted pod: {p['metadata']['name']}",
-                           component="replicaset-controller")
+            c.record_event(
+                rs, "SuccessfulDelete", f"Deleted pod: {p['metadata']['name']}", component="replicaset-controller"
+            )
     active = [p for p in children(c, "/pods", rs) if pod_active(p)]
     ready = sum(1 for p in active if pod_ready(p))
     labels = (spec.get("template") or {}).get("metadata", {}).get("labels") or {}
-    st = {"replicas": len(active), "fullyLabeledReplicas": sum(
-        1 for p in active if all((p["metadata"].get("labels") or {}).get(k) == v for k, v in labels.items())),
-        "readyReplicas": ready, "availableReplicas": ready, "observedGeneration": rs["metadata"].get("generation", 1)}
+    st = {
+        "replicas": len(active),
+        "fullyLabeledReplicas": sum(
+            1 for p in active if all((p["metadata"].get("labels") or {}).get(k) == v for k, v in labels.items())
+        ),
+        "readyReplicas": ready,
+        "availableReplicas": ready,
+        "observedGeneration": rs["metadata"].get("generation", 1),
+    }
     for k in ("readyReplicas", "availableReplicas", "fullyLabeledReplicas"):
         if st[k] == 0:
             st.pop(k)
@@ -171,7 +245,8 @@ def _daemonset(c: Cluster, ds: Obj) -> None:
     for node in c.list("/nodes"):
         tols = list((tpl.get("spec") or {}).get("tolerations") or []) + [
             {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"},
-            {"key": "node.kubernetes.io/not-ready", "operator": "Exists"}]
+            {"key": "node.kubernetes.io/not-ready", "operator": "Exists"},
+        ]
         probe = {"spec": dict(tpl.get("spec") or {}, tolerations=tols)}
         reasons = [r for r in fit_reasons(probe, node, {}) if not r.startswith(("Insufficient", "Too many"))]
         if not reasons:
@@ -182,20 +257,31 @@ def _daemonset(c: Cluster, ds: Obj) -> None:
             t.setdefault("spec", {})["nodeName"] = name
             t["spec"]["tolerations"] = list(t["spec"].get("tolerations") or []) + [
                 {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
-                {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}]
+                {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"},
+            ]
             pod = create_pod(c, ds, t)
             if pod:
-                c.record_event(ds, "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}",
-                               component="daemonset-controller")
+                c.record_event(
+                    ds, "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}", component="daemonset-controller"
+                )
     for node_name, p in by_node.items():
         if node_name not in wanted:
             c.delete(c.type_by_gr("/pods"), p["metadata"]["namespace"], p["metadata"]["name"])
     active = [p for p in children(c, "/pods", ds) if pod_active(p)]
     ready = sum(1 for p in active if pod_ready(p))
-    c.put_status("apps/daemonsets", ds, {
-        "currentNumberScheduled": len(active), "desiredNumberScheduled": len(wanted), "numberMisscheduled": 0,
-        "numberReady": ready, "numberAvailable": ready, "updatedNumberScheduled": len(active),
-        "observedGeneration": ds["metadata"].get("generation", 1)})
+    c.put_status(
+        "apps/daemonsets",
+        ds,
+        {
+            "currentNumberScheduled": len(active),
+            "desiredNumberScheduled": len(wanted),
+            "numberMisscheduled": 0,
+            "numberReady": ready,
+            "numberAvailable": ready,
+            "updatedNumberScheduled": len(active),
+            "observedGeneration": ds["metadata"].get("generation", 1),
+        },
+    )
 
 
 def _statefulset(c: Cluster, sts: Obj) -> None:
@@ -216,21 +302,43 @@ def _statefulset(c: Cluster, sts: Obj) -> None:
             for vct in spec.get("volumeClaimTemplates") or []:
                 claim = f"{vct['metadata']['name']}-{pname}"
                 if pvc_rt and c.get("/persistentvolumeclaims", ns, claim) is None:
-                    c.create(pvc_rt, {"metadata": {"name": claim, "labels": (spec.get("selector") or {}).get(
-                        "matchLabels") or {}}, "spec": clone(vct.get("spec") or {})}, ns)
+                    c.create(
+                        pvc_rt,
+                        {
+                            "metadata": {
+                                "name": claim,
+                                "labels": (spec.get("selector") or {}).get("matchLabels") or {},
+                            },
+                            "spec": clone(vct.get("spec") or {}),
+                        },
+                        ns,
+                    )
             t = clone(spec.get("template") or {})
             vols = t.setdefault("spec", {}).setdefault("volumes", [])
             for vct in spec.get("volumeClaimTemplates") or []:
-                vols.append({"name": vct["metadata"]["name"],
-                             "persistentVolumeClaim": {"claimName": f"{vct['metadata']['name']}-{pname}"}})
+                vols.append(
+                    {
+                        "name": vct["metadata"]["name"],
+                        "persistentVolumeClaim": {"claimName": f"{vct['metadata']['name']}-{pname}"},
+                    }
+                )
             if not vols:
                 t["spec"].pop("volumes")
-            pod = create_pod(c, sts, t, name=pname, hostname=pname,
-                             extra_labels={"statefulset.kubernetes.io/pod-name": pname,
-                                           "apps.kubernetes.io/pod-index": str(i)})
+            pod = create_pod(
+                c,
+                sts,
+                t,
+                name=pname,
+                hostname=pname,
+                extra_labels={"statefulset.kubernetes.io/pod-name": pname, "apps.kubernetes.io/pod-index": str(i)},
+            )
             if pod:
-                c.record_event(sts, "SuccessfulCreate", f"create Pod {pname} in StatefulSet {name} successful",
-                               component="statefulset-controller")
+                c.record_event(
+                    sts,
+                    "SuccessfulCreate",
+                    f"create Pod {pname} in StatefulSet {name} successful",
+                    component="statefulset-controller",
+                )
             if ordered:
                 break
         elif ordered and not pod_ready(p):
@@ -241,9 +349,15 @@ def _statefulset(c: Cluster, sts: Obj) -> None:
             c.delete(c.type_by_gr("/pods"), ns, pname)
     active = [p for p in children(c, "/pods", sts) if pod_active(p)]
     ready = sum(1 for p in active if pod_ready(p))
-    st = {"replicas": len(active), "readyReplicas": ready, "currentReplicas": len(active),
-          "updatedReplicas": len(active), "availableReplicas": ready,
-          "observedGeneration": sts["metadata"].get("generation", 1), "collisionCount": 0}
+    st = {
+        "replicas": len(active),
+        "readyReplicas": ready,
+        "currentReplicas": len(active),
+        "updatedReplicas": len(active),
+        "availableReplicas": ready,
+        "observedGeneration": sts["metadata"].get("generation", 1),
+        "collisionCount": 0,
+    }
     c.put_status("apps/statefulsets", sts, st)
 
 
@@ -276,21 +390,30 @@ def _job(c: Cluster, ctx: Ctx, job: Obj) -> None:
     if failed > backoff:
         for p in active:
             c.delete(c.type_by_gr("/pods"), p["metadata"]["namespace"], p["metadata"]["name"])
-        conds = set_condition(conds, "FailureTarget", "True", "BackoffLimitExceeded",
-                              "Job has reached the specified backoff limit")
-        conds = set_condition(conds, "Failed", "True", "BackoffLimitExceeded",
-                              "Job has reached the specified backoff limit")
-        c.record_event(job, "BackoffLimitExceeded", "Job has reached the specified backoff limit", "Warning",
-                       component="job-controller")
+        conds = set_condition(
+            conds, "FailureTarget", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit"
+        )
+        conds = set_condition(
+            conds, "Failed", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit"
+        )
+        c.record_event(
+            job,
+            "BackoffLimitExceeded",
+            "Job has reached the specified backoff limit",
+            "Warning",
+            component="job-controller",
+        )
         st.update({"conditions": conds, "failed": failed, "active": 0, "ready": 0})
         st.pop("active")
         c.put_status("batch/jobs", job, st)
         return
     if succeeded >= completions:
-        conds = set_condition(conds, "SuccessCriteriaMet", "True", "CompletionsReached",
-                              "Reached expected number of succeeded pods")
-        conds = set_condition(conds, "Complete", "True", "CompletionsReached",
-                              "Reached expected number of succeeded pods")
+        conds = set_condition(
+            conds, "SuccessCriteriaMet", "True", "CompletionsReached", "Reached expected number of succeeded pods"
+        )
+        conds = set_condition(
+            conds, "Complete", "True", "CompletionsReached", "Reached expected number of succeeded pods"
+        )
         st.update({"conditions": conds, "succeeded": succeeded, "completionTime": ts, "ready": 0})
         st.pop("active", None)
         if failed:
@@ -302,11 +425,11 @@ def _job(c: Cluster, ctx: Ctx, job: Obj) -> None:
     for _ in range(max(need, 0)):
         pod = create_pod(c, job, spec.get("template") or {})
         if pod:
-            c.record_event(job, "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}",
-                           component="job-controller")
+            c.record_event(
+                job, "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}", component="job-controller"
+            )
     active = [p for p in children(c, "/pods", job) if pod_active(p)]
-    st.update({"active": len(active), "ready": sum(1 for p in active if pod_ready(p)),
-               "uncountedTerminatedPods": {}})
+    st.update({"active": len(active), "ready": sum(1 for p in active if pod_ready(p)), "uncountedTerminatedPods": {}})
     if succeeded:
         st["succeeded"] = succeeded
     if failed:
@@ -334,21 +457,51 @@ def _service(c: Cluster, ctx: Ctx, svc: Obj) -> None:
     ns = svc["metadata"]["namespace"]
     sel = spec.get("selector")
     if sel:
-        ready = [p for p in c.list("/pods", ns) if pod_active(p) and pod_ready(p)
-                 and match_label_selector_obj({"matchLabels": sel}, p["metadata"].get("labels"))]
+        ready = [
+            p
+            for p in c.list("/pods", ns)
+            if pod_active(p)
+            and pod_ready(p)
+            and match_label_selector_obj({"matchLabels": sel}, p["metadata"].get("labels"))
+        ]
         subsets = []
         if ready:
-            subsets = [{"addresses": [{"ip": (p.get("status") or {}).get("podIP", ""),
-                                       "nodeName": p["spec"].get("nodeName"),
-                                       "targetRef": {"kind": "Pod", "namespace": ns, "name": p["metadata"]["name"],
-                                                     "uid": p["metadata"]["uid"]}} for p in ready],
-                        "ports": [{"name": pt.get("name"), "port": pt.get("targetPort", pt.get("port")),
-                                   "protocol": pt.get("protocol", "TCP")} if pt.get("name") else
-                                  {"port": pt.get("targetPort", pt.get("port")), "protocol": pt.get("protocol", "TCP")}
-                                  for pt in spec.get("ports") or []]}]
+            subsets = [
+                {
+                    "addresses": [
+                        {
+                            "ip": (p.get("status") or {}).get("podIP", ""),
+                            "nodeName": p["spec"].get("nodeName"),
+                            "targetRef": {
+                                "kind": "Pod",
+                                "namespace": ns,
+                                "name": p["metadata"]["name"],
+                                "uid": p["metadata"]["uid"],
+                            },
+                        }
+                        for p in ready
+                    ],
+                    "ports": [
+                        {
+                            "name": pt.get("name"),
+                            "port": pt.get("targetPort", pt.get("port")),
+                            "protocol": pt.get("protocol", "TCP"),
+                        }
+                        if pt.get("name")
+                        else {"port": pt.get("targetPort", pt.get("port")), "protocol": pt.get("protocol", "TCP")}
+                        for pt in spec.get("ports") or []
+                    ],
+                }
+            ]
         ep = c.get("/endpoints", ns, svc["metadata"]["name"])
-        body = {"metadata": {"name": svc["metadata"]["name"], "namespace": ns,
-                             "labels": svc["metadata"].get("labels") or {}}, "subsets": subsets}
+        body = {
+            "metadata": {
+                "name": svc["metadata"]["name"],
+                "namespace": ns,
+                "labels": svc["metadata"].get("labels") or {},
+            },
+            "subsets": subsets,
+        }
         if ep is None:
             rt = c.type_by_gr("/endpoints")
             assert rt is not None
@@ -369,9 +522,8 @@ def _service(c: Cluster, ctx: Ctx, svc: Obj) -> None:
     h = hashlib.md5(svc["metadata"]["uid"].encode()).hexdigest()
     num = int(h[:8], 16) % 10**10
     internal = (svc["metadata"].get("annotations") or {}).get(
-        "service.beta.kubernetes.io/aws-load-balancer-scheme") == "internal"
+        "service.beta.kubernetes.io/aws-load-balancer-scheme"
+    ) == "internal"
     host = f"{'internal-' if internal else ''}a{h}-{num}.{c.region}.elb.amazonaws.com"
     c.put_status("/services", svc, {"loadBalancer": {"ingress": [{"hostname": host}]}})
     c.record_event(svc, "EnsuredLoadBalancer", "Ensured load balancer", component="service-controller")
-
-

@@ -38,8 +38,11 @@ def test_state_survives_restart(tmp_path):
         acct.s3.put_object(Bucket="kept-bucket", Key="a/b.txt", Body=b"hello")
         acct.logs.create_log_group(logGroupName="/instantstart/kept")
         acct.logs.create_log_stream(logGroupName="/instantstart/kept", logStreamName="s")
-        acct.logs.put_log_events(logGroupName="/instantstart/kept", logStreamName="s",
-                                 logEvents=[{"timestamp": int(time.time() * 1000), "message": "kept line"}])
+        acct.logs.put_log_events(
+            logGroupName="/instantstart/kept",
+            logStreamName="s",
+            logEvents=[{"timestamp": int(time.time() * 1000), "message": "kept line"}],
+        )
         vpc = eks["net"]["vpc"]
         nodes = {n["InstanceId"] for n in acct.sagemaker.list_cluster_nodes(ClusterName="hp")["ClusterNodeSummaries"]}
     finally:
@@ -52,15 +55,17 @@ def test_state_survives_restart(tmp_path):
         assert [v["VpcId"] for v in again.ec2.describe_vpcs(VpcIds=[vpc])["Vpcs"]] == [vpc]
         c = again.eks.describe_cluster(name="keep")["cluster"]
         assert c["status"] == "ACTIVE" and c["endpoint"].startswith(sb2.aws_endpoint)
-        wait_for(lambda: again.eks.describe_addon(clusterName="keep", addonName="coredns")["addon"]["status"]
-                 == "ACTIVE")
+        wait_for(
+            lambda: again.eks.describe_addon(clusterName="keep", addonName="coredns")["addon"]["status"] == "ACTIVE"
+        )
         d = again.sagemaker.describe_cluster(ClusterName="hp")
         assert d["ClusterStatus"] == "InService" and d["Orchestrator"]["Eks"]["ClusterArn"] == eks["arn"]
         got = {n["InstanceId"] for n in again.sagemaker.list_cluster_nodes(ClusterName="hp")["ClusterNodeSummaries"]}
         assert got == nodes
         assert again.s3.get_object(Bucket="kept-bucket", Key="a/b.txt")["Body"].read() == b"hello"
-        ev = again.logs.get_log_events(logGroupName="/instantstart/kept", logStreamName="s",
-                                       startFromHead=True)["events"]
+        ev = again.logs.get_log_events(logGroupName="/instantstart/kept", logStreamName="s", startFromHead=True)[
+            "events"
+        ]
         assert [e["message"] for e in ev] == ["kept line"]
         assert "InstantStartControlPlane" in again.sts.get_caller_identity()["Arn"]
     finally:

@@ -20,8 +20,17 @@ def test_call_names_across_protocols(sandbox, account):
     account.fsx.describe_file_systems()
     calls = sandbox.world.get_calls(account.id)
     assert calls == {
-        "s3:CreateBucket": 1, "s3:PutBucketTagging": 1, "s3:PutObject": 1, "s3:CopyObject": 1,
-        "s3:ListObjectsV2": 1, "ec2:DescribeVpcs": 1, "iam:ListRoles": 1, "sts:GetCallerIdentity": 1,
-        "eks:ListClusters": 1, "eks:DescribeAddonVersions": 1, "sagemaker:ListClusters": 1,
-        "service-quotas:ListServiceQuotas": 1, "fsx:DescribeFileSystems": 1,
+        "s3:CreateBucket": 1,
+        "s3:PutBucketTagging": 1,
+        "s3:PutObject": 1,
+        "s3:CopyObject": 1,
+        "s3:ListObjectsV2": 1,
+        "ec2:DescribeVpcs": 1,
+        "iam:ListRoles": 1,
+        "sts:GetCallerIdentity": 1,
+        "eks:ListClusters": 1,
+        "eks:DescribeAddonVersions": 1,
+        "sagemaker:ListClusters": 1,
+        "service-quotas:ListServiceQuotas": 1,
+        "fsx:DescribeFileSystems": 1,
     }

@@ -27,8 +27,9 @@ def test_cluster_creating_then_active_with_reachable_endpoint(account, sandbox):
 def test_create_fails_fault_ends_failed(account, sandbox):
     sandbox.faults.add("create_fails", service="eks", name="broken")
     net = network(account)
-    account.eks.create_cluster(name="broken", roleArn=role(account, "r"),
-                               resourcesVpcConfig={"subnetIds": net["subnets"]})
+    account.eks.create_cluster(
+        name="broken", roleArn=role(account, "r"), resourcesVpcConfig={"subnetIds": net["subnets"]}
+    )
     c = wait_for(lambda: (d := account.eks.describe_cluster(name="broken")["cluster"])["status"] == "FAILED" and d)
     assert c["health"]["issues"][0]["code"] == "InternalFailure"
 
@@ -51,19 +52,36 @@ def test_delete_goes_through_deleting(account, sandbox):
 
 def test_nodegroup_lifecycle_and_capacity_fault(account, sandbox):
     c = eks_cluster(account, "ng")
-    node_role = role(account, "node", "AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryReadOnly",
-                     "AmazonEKS_CNI_Policy")
-    ng = account.eks.create_nodegroup(clusterName="ng", nodegroupName="cpu", subnets=c["net"]["subnets"],
-                                      nodeRole=node_role, instanceTypes=["m5.xlarge"],
-                                      scalingConfig={"minSize": 1, "maxSize": 3, "desiredSize": 2})
+    node_role = role(
+        account, "node", "AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryReadOnly", "AmazonEKS_CNI_Policy"
+    )
+    ng = account.eks.create_nodegroup(
+        clusterName="ng",
+        nodegroupName="cpu",
+        subnets=c["net"]["subnets"],
+        nodeRole=node_role,
+        instanceTypes=["m5.xlarge"],
+        scalingConfig={"minSize": 1, "maxSize": 3, "desiredSize": 2},
+    )
     assert ng["nodegroup"]["status"] == "CREATING"
-    wait_for(lambda: account.eks.describe_nodegroup(clusterName="ng", nodegroupName="cpu")["nodegroup"]["status"]
-             == "ACTIVE")
+    wait_for(
+        lambda: account.eks.describe_nodegroup(clusterName="ng", nodegroupName="cpu")["nodegroup"]["status"] == "ACTIVE"
+    )
     sandbox.faults.add("insufficient_capacity", instance_type="g5.48xlarge")
-    account.eks.create_nodegroup(clusterName="ng", nodegroupName="gpu", subnets=c["net"]["subnets"],
-                                 nodeRole=node_role, instanceTypes=["g5.48xlarge"])
-    failed = wait_for(lambda: (n := account.eks.describe_nodegroup(clusterName="ng", nodegroupName="gpu")["nodegroup"])
-                      ["status"] == "CREATE_FAILED" and n)
+    account.eks.create_nodegroup(
+        clusterName="ng",
+        nodegroupName="gpu",
+        subnets=c["net"]["subnets"],
+        nodeRole=node_role,
+        instanceTypes=["g5.48xlarge"],
+    )
+    failed = wait_for(
+        lambda: (
+            (n := account.eks.describe_nodegroup(clusterName="ng", nodegroupName="gpu")["nodegroup"])["status"]
+            == "CREATE_FAILED"
+            and n
+        )
+    )
     issue = failed["health"]["issues"][0]
     assert issue["code"] == "AsgInstanceLaunchFailures"
     assert "InsufficientInstanceCapacity" in issue["message"]
@@ -74,9 +92,17 @@ def test_addons_lifecycle_and_versions(account):
     versions = account.eks.describe_addon_versions(kubernetesVersion="1.32", addonName="kube-proxy")["addons"]
     assert versions[0]["addonVersions"][0]["addonVersion"].startswith("v1.32.")
     names = {a["addonName"] for a in account.eks.describe_addon_versions(kubernetesVersion="1.32")["addons"]}
-    assert {"vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent", "cert-manager", "aws-fsx-csi-driver",
-            "aws-mountpoint-s3-csi-driver", "amazon-sagemaker-hyperpod-training-operator",
-            "amazon-sagemaker-hyperpod-observability"} <= names
+    assert {
+        "vpc-cni",
+        "coredns",
+        "kube-proxy",
+        "eks-pod-identity-agent",
+        "cert-manager",
+        "aws-fsx-csi-driver",
+        "aws-mountpoint-s3-csi-driver",
+        "amazon-sagemaker-hyperpod-training-operator",
+        "amazon-sagemaker-hyperpod-observability",
+    } <= names
     a = account.eks.create_addon(clusterName="ad", addonName="vpc-cni")["addon"]
     assert a["status"] == "CREATING"
     wait_for(lambda: account.eks.describe_addon(clusterName="ad", addonName="vpc-cni")["addon"]["status"] == "ACTIVE")
@@ -98,16 +124,23 @@ def test_training_operator_needs_cert_manager(account):
     eks_cluster(account, "op")
     account.eks.create_addon(clusterName="op", addonName="amazon-sagemaker-hyperpod-training-operator")
     op = "amazon-sagemaker-hyperpod-training-operator"
-    a = wait_for(lambda: (x := account.eks.describe_addon(clusterName="op", addonName=op)["addon"])["status"]
-                 != "CREATING" and x)
+    a = wait_for(
+        lambda: (x := account.eks.describe_addon(clusterName="op", addonName=op)["addon"])["status"] != "CREATING" and x
+    )
     assert a["status"] == "CREATE_FAILED"
     assert "cert-manager" in a["health"]["issues"][0]["message"]
     account.eks.delete_addon(clusterName="op", addonName="amazon-sagemaker-hyperpod-training-operator")
     wait_for(lambda: account.eks.list_addons(clusterName="op")["addons"] == [])
     account.eks.create_addon(clusterName="op", addonName="cert-manager")
     account.eks.create_addon(clusterName="op", addonName="amazon-sagemaker-hyperpod-training-operator")
-    wait_for(lambda: account.eks.describe_addon(
-        clusterName="op", addonName="amazon-sagemaker-hyperpod-training-operator")["addon"]["status"] == "ACTIVE")
+    wait_for(
+        lambda: (
+            account.eks.describe_addon(clusterName="op", addonName="amazon-sagemaker-hyperpod-training-operator")[
+                "addon"
+            ]["status"]
+            == "ACTIVE"
+        )
+    )
 
 
 def test_addon_on_creating_cluster_is_rejected(account, sandbox):
@@ -120,16 +153,18 @@ def test_addon_on_creating_cluster_is_rejected(account, sandbox):
 def test_pod_identity_associations(account):
     eks_cluster(account, "pi")
     r = role(account, "ckpt")
-    a = account.eks.create_pod_identity_association(clusterName="pi", namespace="team", serviceAccount="trainer",
-                                                    roleArn=r)["association"]
+    a = account.eks.create_pod_identity_association(
+        clusterName="pi", namespace="team", serviceAccount="trainer", roleArn=r
+    )["association"]
     assert a["associationId"].startswith("a-")
     got = account.eks.describe_pod_identity_association(clusterName="pi", associationId=a["associationId"])
     assert got["association"]["roleArn"] == r
     listed = account.eks.list_pod_identity_associations(clusterName="pi", namespace="team")["associations"]
     assert [x["serviceAccount"] for x in listed] == ["trainer"]
     with pytest.raises(ClientError) as e:
-        account.eks.create_pod_identity_association(clusterName="pi", namespace="team", serviceAccount="trainer",
-                                                    roleArn=r)
+        account.eks.create_pod_identity_association(
+            clusterName="pi", namespace="team", serviceAccount="trainer", roleArn=r
+        )
     assert e.value.response["Error"]["Code"] == "ResourceInUseException"
     account.eks.delete_pod_identity_association(clusterName="pi", associationId=a["associationId"])
     assert account.eks.list_pod_identity_associations(clusterName="pi")["associations"] == []
@@ -145,13 +180,16 @@ def test_access_entries_and_policies(account):
     assert account.eks.describe_access_entry(clusterName="ae", principalArn=admin)["accessEntry"]["accessEntryArn"]
     policies = {p["name"]: p["arn"] for p in account.eks.list_access_policies()["accessPolicies"]}
     pol = policies["AmazonEKSClusterAdminPolicy"]
-    account.eks.associate_access_policy(clusterName="ae", principalArn=admin, policyArn=pol,
-                                        accessScope={"type": "cluster"})
+    account.eks.associate_access_policy(
+        clusterName="ae", principalArn=admin, policyArn=pol, accessScope={"type": "cluster"}
+    )
     assoc = account.eks.list_associated_access_policies(clusterName="ae", principalArn=admin)
     assert [p["policyArn"] for p in assoc["associatedAccessPolicies"]] == [pol]
     account.eks.disassociate_access_policy(clusterName="ae", principalArn=admin, policyArn=pol)
-    assert account.eks.list_associated_access_policies(clusterName="ae", principalArn=admin)[
-        "associatedAccessPolicies"] == []
+    assert (
+        account.eks.list_associated_access_policies(clusterName="ae", principalArn=admin)["associatedAccessPolicies"]
+        == []
+    )
     account.eks.delete_access_entry(clusterName="ae", principalArn=admin)
     with pytest.raises(ClientError) as err:
         account.eks.describe_access_entry(clusterName="ae", principalArn=admin)
@@ -181,14 +219,27 @@ def test_cluster_version_update_and_updates_api(account, sandbox):
 def test_nodegroup_scaling_update(account):
     c = eks_cluster(account, "scale")
     node_role = role(account, "node", "AmazonEKSWorkerNodePolicy")
-    account.eks.create_nodegroup(clusterName="scale", nodegroupName="cpu", subnets=c["net"]["subnets"],
-                                 nodeRole=node_role, scalingConfig={"minSize": 1, "maxSize": 4, "desiredSize": 1})
-    wait_for(lambda: account.eks.describe_nodegroup(clusterName="scale", nodegroupName="cpu")["nodegroup"]["status"]
-             == "ACTIVE")
-    u = account.eks.update_nodegroup_config(clusterName="scale", nodegroupName="cpu",
-                                            scalingConfig={"desiredSize": 3})["update"]
-    wait_for(lambda: account.eks.describe_update(name="scale", updateId=u["id"], nodegroupName="cpu")["update"][
-        "status"] == "Successful")
+    account.eks.create_nodegroup(
+        clusterName="scale",
+        nodegroupName="cpu",
+        subnets=c["net"]["subnets"],
+        nodeRole=node_role,
+        scalingConfig={"minSize": 1, "maxSize": 4, "desiredSize": 1},
+    )
+    wait_for(
+        lambda: (
+            account.eks.describe_nodegroup(clusterName="scale", nodegroupName="cpu")["nodegroup"]["status"] == "ACTIVE"
+        )
+    )
+    u = account.eks.update_nodegroup_config(clusterName="scale", nodegroupName="cpu", scalingConfig={"desiredSize": 3})[
+        "update"
+    ]
+    wait_for(
+        lambda: (
+            account.eks.describe_update(name="scale", updateId=u["id"], nodegroupName="cpu")["update"]["status"]
+            == "Successful"
+        )
+    )
     ng = account.eks.describe_nodegroup(clusterName="scale", nodegroupName="cpu")["nodegroup"]
     assert ng["scalingConfig"]["desiredSize"] == 3
     assert account.eks.list_updates(name="scale", nodegroupName="cpu")["updateIds"] == [u["id"]]

@@ -13,20 +13,31 @@ from tests.sandbox.conftest import Account, eks_cluster
 
 def _control(sandbox, method: str, path: str, body=None):
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(f"{sandbox.aws_endpoint}/_sandbox/{path}", data=data, method=method,
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        f"{sandbox.aws_endpoint}/_sandbox/{path}",
+        data=data,
+        method=method,
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=5) as r:
         return json.loads(r.read())
 
 
-@pytest.mark.parametrize(("service", "action", "call", "code"), [
-    ("eks", "ListClusters", lambda a: a.eks.list_clusters(), "ThrottlingException"),
-    ("sagemaker", "ListClusters", lambda a: a.sagemaker.list_clusters(), "ThrottlingException"),
-    ("ec2", "DescribeVpcs", lambda a: a.ec2.describe_vpcs(), "RequestLimitExceeded"),
-    ("iam", "ListRoles", lambda a: a.iam.list_roles(), "Throttling"),
-    ("service-quotas", "ListServiceQuotas", lambda a: a.service_quotas.list_service_quotas(ServiceCode="ec2"),
-     "ThrottlingException"),
-])
+@pytest.mark.parametrize(
+    ("service", "action", "call", "code"),
+    [
+        ("eks", "ListClusters", lambda a: a.eks.list_clusters(), "ThrottlingException"),
+        ("sagemaker", "ListClusters", lambda a: a.sagemaker.list_clusters(), "ThrottlingException"),
+        ("ec2", "DescribeVpcs", lambda a: a.ec2.describe_vpcs(), "RequestLimitExceeded"),
+        ("iam", "ListRoles", lambda a: a.iam.list_roles(), "Throttling"),
+        (
+            "service-quotas",
+            "ListServiceQuotas",
+            lambda a: a.service_quotas.list_service_quotas(ServiceCode="ec2"),
+            "ThrottlingException",
+        ),
+    ],
+)
 def test_throttle_shapes(sandbox, account, service, action, call, code):
     sandbox.faults.add("throttle", service=service, action=action, count=1)
     with pytest.raises(ClientError) as e:
@@ -59,8 +70,9 @@ def test_server_error_shapes(sandbox, account):
 
 
 def test_faults_over_http(sandbox, account):
-    added = _control(sandbox, "POST", "faults", [{"kind": "throttle", "service": "eks", "action": "ListClusters",
-                                                  "count": 2}])["faults"]
+    added = _control(
+        sandbox, "POST", "faults", [{"kind": "throttle", "service": "eks", "action": "ListClusters", "count": 2}]
+    )["faults"]
     assert added[0]["kind"] == "throttle" and added[0]["id"]
     assert _control(sandbox, "GET", "faults")["faults"][0]["count"] == 2
     with pytest.raises(ClientError):
@@ -86,8 +98,9 @@ def test_call_counts_over_http(sandbox, account):
 def test_env_faults_applied_at_start(monkeypatch, tmp_path):
     from sandbox.server import Sandbox
 
-    monkeypatch.setenv("SANDBOX_FAULTS", json.dumps([{"kind": "throttle", "service": "eks",
-                                                      "action": "ListClusters", "count": 1}]))
+    monkeypatch.setenv(
+        "SANDBOX_FAULTS", json.dumps([{"kind": "throttle", "service": "eks", "action": "ListClusters", "count": 1}])
+    )
     sb = Sandbox(tmp_path, speedup=2000).start()
     try:
         with pytest.raises(ClientError) as e:
@@ -100,8 +113,19 @@ def test_env_faults_applied_at_start(monkeypatch, tmp_path):
 def test_pod_crash_is_forwarded_to_kube(sandbox, account, monkeypatch):
     seen = []
     monkeypatch.setattr(sandbox.kube, "inject_pod_crash", lambda *a, **k: seen.append(a) or [])
-    _control(sandbox, "POST", "faults", {"kind": "pod_crash", "account": account.id, "cluster": "ml",
-                                         "namespace": "team", "name_prefix": "train-", "count": 2})
+    _control(
+        sandbox,
+        "POST",
+        "faults",
+        {
+            "kind": "pod_crash",
+            "account": account.id,
+            "cluster": "ml",
+            "namespace": "team",
+            "name_prefix": "train-",
+            "count": 2,
+        },
+    )
     assert seen == [(f"{account.id}/us-west-2/ml", "team", "train-", 2)]
 
 

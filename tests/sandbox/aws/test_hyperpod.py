@@ -26,12 +26,23 @@ def _kube_nodes(sandbox, acct, eks_name):
 def test_create_keeps_fields_and_nodes_progress(account, sandbox):
     eks = eks_cluster(account, "ml")
     sandbox.world.speedup = 200.0  # slow enough to watch Pending -> Running (8 min real -> 2.4 s)
-    arn = hyperpod(account, "hp", eks, groups=[
-        {"InstanceGroupName": "gpu", "InstanceType": "ml.p5.48xlarge", "InstanceCount": 4,
-         "OnStartDeepHealthChecks": ["InstanceStress", "InstanceConnectivity"],
-         "KubernetesConfig": {"Labels": {"team": "research"}}}],
-        NodeRecovery="Automatic", NodeProvisioningMode="Continuous",
-        AutoScaling={"Mode": "Enable", "AutoScalerType": "Karpenter"})
+    arn = hyperpod(
+        account,
+        "hp",
+        eks,
+        groups=[
+            {
+                "InstanceGroupName": "gpu",
+                "InstanceType": "ml.p5.48xlarge",
+                "InstanceCount": 4,
+                "OnStartDeepHealthChecks": ["InstanceStress", "InstanceConnectivity"],
+                "KubernetesConfig": {"Labels": {"team": "research"}},
+            }
+        ],
+        NodeRecovery="Automatic",
+        NodeProvisioningMode="Continuous",
+        AutoScaling={"Mode": "Enable", "AutoScalerType": "Karpenter"},
+    )
     d = account.sagemaker.describe_cluster(ClusterName="hp")
     assert d["ClusterArn"] == arn and d["ClusterStatus"] == "Creating"
     assert d["Orchestrator"] == {"Eks": {"ClusterArn": eks["arn"]}}
@@ -70,10 +81,19 @@ def test_create_keeps_fields_and_nodes_progress(account, sandbox):
 
 def test_create_without_threads_per_core_or_sagemaker_bucket_prefix(account):
     eks = eks_cluster(account, "ml")
-    hyperpod(account, "plain", eks, groups=[{"InstanceGroupName": "cpu", "InstanceType": "ml.m5.xlarge",
-                                             "InstanceCount": 1,
-                                             "LifeCycleConfig": {"SourceS3Uri": "s3://anything/lc",
-                                                                 "OnCreate": "on_create.sh"}}])
+    hyperpod(
+        account,
+        "plain",
+        eks,
+        groups=[
+            {
+                "InstanceGroupName": "cpu",
+                "InstanceType": "ml.m5.xlarge",
+                "InstanceCount": 1,
+                "LifeCycleConfig": {"SourceS3Uri": "s3://anything/lc", "OnCreate": "on_create.sh"},
+            }
+        ],
+    )
     wait_for(lambda: _status(account, "plain") == "InService")
 
 
@@ -83,9 +103,18 @@ def test_update_cluster_partial_upsert_and_delete_group(account, sandbox):
     wait_for(lambda: _status(account, "hp") == "InService")
     exec_role = account.sagemaker.describe_cluster(ClusterName="hp")["InstanceGroups"][0]["ExecutionRole"]
     with slow_time(sandbox):
-        account.sagemaker.update_cluster(ClusterName="hp", InstanceGroups=[
-            {"InstanceGroupName": "cpu", "InstanceType": "ml.m5.2xlarge", "InstanceCount": 1,
-             "ExecutionRole": exec_role, "LifeCycleConfig": {"SourceS3Uri": "s3://b/lc", "OnCreate": "x.sh"}}])
+        account.sagemaker.update_cluster(
+            ClusterName="hp",
+            InstanceGroups=[
+                {
+                    "InstanceGroupName": "cpu",
+                    "InstanceType": "ml.m5.2xlarge",
+                    "InstanceCount": 1,
+                    "ExecutionRole": exec_role,
+                    "LifeCycleConfig": {"SourceS3Uri": "s3://b/lc", "OnCreate": "x.sh"},
+                }
+            ],
+        )
         assert _status(account, "hp") == "Updating"
         with pytest.raises(ClientError) as e:
             account.sagemaker.update_cluster(ClusterName="hp", InstanceGroupsToDelete=["cpu"])
@@ -94,9 +123,18 @@ def test_update_cluster_partial_upsert_and_delete_group(account, sandbox):
     groups = {g["InstanceGroupName"]: g for g in account.sagemaker.describe_cluster(ClusterName="hp")["InstanceGroups"]}
     assert groups["gpu"]["CurrentCount"] == 2 and groups["cpu"]["CurrentCount"] == 1  # gpu untouched
     # scale the gpu group by sending only that group
-    account.sagemaker.update_cluster(ClusterName="hp", InstanceGroups=[
-        {"InstanceGroupName": "gpu", "InstanceType": "ml.p5.48xlarge", "InstanceCount": 3, "ExecutionRole": exec_role,
-         "LifeCycleConfig": {"SourceS3Uri": "s3://b/lc", "OnCreate": "x.sh"}}])
+    account.sagemaker.update_cluster(
+        ClusterName="hp",
+        InstanceGroups=[
+            {
+                "InstanceGroupName": "gpu",
+                "InstanceType": "ml.p5.48xlarge",
+                "InstanceCount": 3,
+                "ExecutionRole": exec_role,
+                "LifeCycleConfig": {"SourceS3Uri": "s3://b/lc", "OnCreate": "x.sh"},
+            }
+        ],
+    )
     wait_for(lambda: _status(account, "hp") == "InService")
     assert len([n for n in _nodes(account, "hp") if n["InstanceGroupName"] == "gpu"]) == 3
     account.sagemaker.update_cluster(ClusterName="hp", InstanceGroupsToDelete=["cpu"])
@@ -110,8 +148,9 @@ def test_update_cluster_partial_upsert_and_delete_group(account, sandbox):
 
 def test_node_batch_operations(account, sandbox):
     eks = eks_cluster(account, "ml")
-    hyperpod(account, "hp", eks, groups=[{"InstanceGroupName": "gpu", "InstanceType": "ml.p5.48xlarge",
-                                          "InstanceCount": 3}])
+    hyperpod(
+        account, "hp", eks, groups=[{"InstanceGroupName": "gpu", "InstanceType": "ml.p5.48xlarge", "InstanceCount": 3}]
+    )
     wait_for(lambda: _status(account, "hp") == "InService")
     a, b, c = sorted(n["InstanceId"] for n in _nodes(account, "hp"))
     sm = account.sagemaker
@@ -121,8 +160,11 @@ def test_node_batch_operations(account, sandbox):
         labels = {n["instance_id"]: n for n in _kube_nodes(sandbox, account, "ml")}
         assert labels[a]["ready"] is False
         assert labels[a]["labels"]["sagemaker.amazonaws.com/node-health-status"] == "UnschedulablePendingReboot"
-    wait_for(lambda: sm.describe_cluster_node(ClusterName="hp", NodeId=a)["NodeDetails"]["InstanceStatus"]["Status"]
-             == "Running")
+    wait_for(
+        lambda: (
+            sm.describe_cluster_node(ClusterName="hp", NodeId=a)["NodeDetails"]["InstanceStatus"]["Status"] == "Running"
+        )
+    )
     assert sm.batch_replace_cluster_nodes(ClusterName="hp", NodeIds=[b])["Successful"] == [b]
     wait_for(lambda: b not in {n["InstanceId"] for n in _nodes(account, "hp")})
     wait_for(lambda: sum(n["InstanceStatus"]["Status"] == "Running" for n in _nodes(account, "hp")) == 3)
@@ -173,9 +215,18 @@ def test_insufficient_capacity_on_update_fails_group(account, sandbox):
     wait_for(lambda: _status(account, "hp") == "InService")
     sandbox.faults.add("insufficient_capacity", instance_type="ml.p5en.48xlarge")
     role = account.sagemaker.describe_cluster(ClusterName="hp")["InstanceGroups"][0]["ExecutionRole"]
-    account.sagemaker.update_cluster(ClusterName="hp", InstanceGroups=[
-        {"InstanceGroupName": "big", "InstanceType": "ml.p5en.48xlarge", "InstanceCount": 2, "ExecutionRole": role,
-         "LifeCycleConfig": {"SourceS3Uri": "s3://b/lc", "OnCreate": "x.sh"}}])
+    account.sagemaker.update_cluster(
+        ClusterName="hp",
+        InstanceGroups=[
+            {
+                "InstanceGroupName": "big",
+                "InstanceType": "ml.p5en.48xlarge",
+                "InstanceCount": 2,
+                "ExecutionRole": role,
+                "LifeCycleConfig": {"SourceS3Uri": "s3://b/lc", "OnCreate": "x.sh"},
+            }
+        ],
+    )
     wait_for(lambda: _status(account, "hp") == "InService")
     d = account.sagemaker.describe_cluster(ClusterName="hp")
     groups = {g["InstanceGroupName"]: g for g in d["InstanceGroups"]}
@@ -198,8 +249,11 @@ def test_deep_health_fault_labels_nodes(account, sandbox):
     sandbox.faults.add("deep_health_fail", cluster="hp", instance_group="gpu", count=1)
 
     def faulted():
-        return [n for n in _kube_nodes(sandbox, account, "ml")
-                if n["labels"].get("sagemaker.amazonaws.com/deep-health-check-status") == "Failed"]
+        return [
+            n
+            for n in _kube_nodes(sandbox, account, "ml")
+            if n["labels"].get("sagemaker.amazonaws.com/deep-health-check-status") == "Failed"
+        ]
 
     bad = wait_for(faulted)
     assert len(bad) == 1
@@ -248,17 +302,19 @@ def test_unknown_subnet_is_rejected(account):
 def test_training_plan_capacity(account, sandbox):
     eks = eks_cluster(account, "ml")
     sm = account.sagemaker
-    offers = sm.search_training_plan_offerings(InstanceType="ml.p5.48xlarge", InstanceCount=2, DurationHours=24,
-                                               TargetResources=["hyperpod-cluster"])["TrainingPlanOfferings"]
+    offers = sm.search_training_plan_offerings(
+        InstanceType="ml.p5.48xlarge", InstanceCount=2, DurationHours=24, TargetResources=["hyperpod-cluster"]
+    )["TrainingPlanOfferings"]
     in_b = next(o for o in offers if o["ReservedCapacityOfferings"][0]["AvailabilityZone"] == "us-west-2b")
     in_c = next(o for o in offers if o["ReservedCapacityOfferings"][0]["AvailabilityZone"] == "us-west-2c")
     plan = sm.create_training_plan(TrainingPlanName="p5-b", TrainingPlanOfferingId=in_b["TrainingPlanOfferingId"])[
-        "TrainingPlanArn"]
+        "TrainingPlanArn"
+    ]
     other = sm.create_training_plan(TrainingPlanName="p5-c", TrainingPlanOfferingId=in_c["TrainingPlanOfferingId"])[
-        "TrainingPlanArn"]
+        "TrainingPlanArn"
+    ]
     sandbox.advance()
-    group = {"InstanceGroupName": "gpu", "InstanceType": "ml.p5.48xlarge", "InstanceCount": 3,
-             "TrainingPlanArn": plan}
+    group = {"InstanceGroupName": "gpu", "InstanceType": "ml.p5.48xlarge", "InstanceCount": 3, "TrainingPlanArn": plan}
     with pytest.raises(ClientError) as e:  # 3 > 2 reserved
         hyperpod(account, "try1", eks, groups=[dict(group)])
     assert "available" in e.value.response["Error"]["Message"]

@@ -18,12 +18,21 @@ def eks_token(acct, cluster: str) -> str:
     from botocore.signers import RequestSigner
 
     sts = acct.client("sts")
-    signer = RequestSigner(sts.meta.service_model.service_id, "us-west-2", "sts", "v4",
-                           sts._request_signer._credentials, sts.meta.events)
+    signer = RequestSigner(
+        sts.meta.service_model.service_id, "us-west-2", "sts", "v4", sts._request_signer._credentials, sts.meta.events
+    )
     url = signer.generate_presigned_url(
-        {"method": "GET", "url": f"{acct.endpoint}/?Action=GetCallerIdentity&Version=2011-06-15", "body": {},
-         "headers": {"x-k8s-aws-id": cluster}, "context": {}},
-        region_name="us-west-2", expires_in=60, operation_name="")
+        {
+            "method": "GET",
+            "url": f"{acct.endpoint}/?Action=GetCallerIdentity&Version=2011-06-15",
+            "body": {},
+            "headers": {"x-k8s-aws-id": cluster},
+            "context": {},
+        },
+        region_name="us-west-2",
+        expires_in=60,
+        operation_name="",
+    )
     return "k8s-aws-v1." + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
 
 
@@ -48,8 +57,7 @@ def test_hyperpod_nodes_appear_in_kubernetes(sandbox, account):
             return []
 
     items = wait_for(lambda: len(nodes()) == 2 and nodes())
-    ids = {
-        n["InstanceId"] for n in account.sagemaker.list_cluster_nodes(ClusterName="hp")["ClusterNodeSummaries"]}
+    ids = {n["InstanceId"] for n in account.sagemaker.list_cluster_nodes(ClusterName="hp")["ClusterNodeSummaries"]}
     assert {i["metadata"]["name"] for i in items} == {f"hyperpod-{i}" for i in ids}
     labels = items[0]["metadata"]["labels"]
     assert labels["node.kubernetes.io/instance-type"] == "ml.p5.48xlarge"

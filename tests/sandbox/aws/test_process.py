@@ -18,8 +18,14 @@ from tests.sandbox.conftest import ROOT, eks_cluster
 def test_python_m_sandbox_prints_json_and_saves_on_sigterm(tmp_path):
     state = tmp_path / "state"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "sandbox", "--port", "0", "--state", str(state), "--speedup", "500"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT, env=env, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sandbox", "--port", "0", "--state", str(state), "--speedup", "500"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+        env=env,
+        text=True,
+    )
     try:
         line = proc.stdout.readline()
         info = json.loads(line)
@@ -35,20 +41,46 @@ def test_python_m_sandbox_prints_json_and_saves_on_sigterm(tmp_path):
     assert (state / "aws-state.pickle").exists()
 
 
-@pytest.mark.skipif(not (Path(sys.executable).parent / "aws").exists() and not shutil.which("aws"),
-                    reason="aws CLI not installed")
+@pytest.mark.skipif(
+    not (Path(sys.executable).parent / "aws").exists() and not shutil.which("aws"), reason="aws CLI not installed"
+)
 def test_aws_cli_with_endpoint_url(sandbox, account):
     eks_cluster(account, "cli")
     aws = str(Path(sys.executable).parent / "aws") if (Path(sys.executable).parent / "aws").exists() else "aws"
-    env = {**os.environ, "AWS_ACCESS_KEY_ID": account.creds["AccessKeyId"],
-           "AWS_SECRET_ACCESS_KEY": account.creds["SecretAccessKey"],
-           "AWS_SESSION_TOKEN": account.creds["SessionToken"], "AWS_DEFAULT_REGION": "us-west-2",
-           "AWS_CONFIG_FILE": "/dev/null", "AWS_SHARED_CREDENTIALS_FILE": "/dev/null"}
-    out = subprocess.run([aws, "--endpoint-url", sandbox.aws_endpoint, "eks", "describe-cluster", "--name", "cli",
-                          "--output", "json"], env=env, capture_output=True, text=True, timeout=60)
+    env = {
+        **os.environ,
+        "AWS_ACCESS_KEY_ID": account.creds["AccessKeyId"],
+        "AWS_SECRET_ACCESS_KEY": account.creds["SecretAccessKey"],
+        "AWS_SESSION_TOKEN": account.creds["SessionToken"],
+        "AWS_DEFAULT_REGION": "us-west-2",
+        "AWS_CONFIG_FILE": "/dev/null",
+        "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
+    }
+    out = subprocess.run(
+        [aws, "--endpoint-url", sandbox.aws_endpoint, "eks", "describe-cluster", "--name", "cli", "--output", "json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["cluster"]["status"] == "ACTIVE"
-    out = subprocess.run([aws, "--endpoint-url", sandbox.aws_endpoint, "eks", "list-addons", "--cluster-name", "cli",
-                          "--output", "json"], env=env, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [
+            aws,
+            "--endpoint-url",
+            sandbox.aws_endpoint,
+            "eks",
+            "list-addons",
+            "--cluster-name",
+            "cli",
+            "--output",
+            "json",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["addons"] == []

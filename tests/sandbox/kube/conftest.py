@@ -28,15 +28,27 @@ SPEEDUP = 1000.0
 KEY = "111122223333/us-west-2/demo"
 CRD_DIR = Path(__file__).resolve().parents[3] / "sandbox" / "kube" / "crds"
 TOKEN = "k8s-aws-v1." + base64.urlsafe_b64encode(
-    b"https://sts.us-west-2.amazonaws.com/?Action=GetCallerIdentity&Version=2011-06-15").decode().rstrip("=")
+    b"https://sts.us-west-2.amazonaws.com/?Action=GetCallerIdentity&Version=2011-06-15"
+).decode().rstrip("=")
 
 logging.getLogger("werkzeug").setLevel(logging.ERROR)
 
 
 def gpu_node(name: str, gpus: int = 8, **kw: Any) -> dict[str, Any]:
-    n = {"name": name, "instance_id": f"i-{name[-6:]}", "instance_group": "gpu-group",
-         "instance_type": "ml.p5.48xlarge", "zone": "us-west-2a", "capacity_type": "on-demand", "labels": {},
-         "gpus": gpus, "efa": 32, "cpu": 192, "memory_gib": 2048, "ready": True}
+    n = {
+        "name": name,
+        "instance_id": f"i-{name[-6:]}",
+        "instance_group": "gpu-group",
+        "instance_type": "ml.p5.48xlarge",
+        "zone": "us-west-2a",
+        "capacity_type": "on-demand",
+        "labels": {},
+        "gpus": gpus,
+        "efa": 32,
+        "cpu": 192,
+        "memory_gib": 2048,
+        "ready": True,
+    }
     n.update(kw)
     return n
 
@@ -77,13 +89,18 @@ class Kube:
     def ext(self) -> client.ApiextensionsV1Api:
         return client.ApiextensionsV1Api(self.api)
 
-    def raw(self, method: str, path: str, body: Any = None, content_type: str = "application/json",
-            query: list[tuple[str, Any]] | None = None) -> tuple[int, Any]:
+    def raw(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        content_type: str = "application/json",
+        query: list[tuple[str, Any]] | None = None,
+    ) -> tuple[int, Any]:
         """A request through the client's REST layer, returning (status, decoded JSON or text)."""
         import json as _json
 
-        headers = {"Content-Type": content_type, "Accept": "application/json",
-                   "Authorization": f"Bearer {TOKEN}"}
+        headers = {"Content-Type": content_type, "Accept": "application/json", "Authorization": f"Bearer {TOKEN}"}
         url = self.url + path
         if query:
             from urllib.parse import urlencode
@@ -147,8 +164,9 @@ def make_client(url: str) -> client.ApiClient:
 def world_factory(tmp_path: Path) -> Iterator[Callable[..., Kube]]:
     started: list[tuple[Any, threading.Event, KubeWorld]] = []
 
-    def start(state_dir: Path | None = None, nodes: int = 2, addons: set[str] | None = None,
-              world: KubeWorld | None = None) -> Kube:
+    def start(
+        state_dir: Path | None = None, nodes: int = 2, addons: set[str] | None = None, world: KubeWorld | None = None
+    ) -> Kube:
         w = world or KubeWorld(state_dir, speedup=SPEEDUP)
         w.ensure_cluster(KEY, "1.31")
         if nodes:
@@ -182,14 +200,22 @@ def kubectl_bin() -> str:
     return path
 
 
-def deployment(name: str, replicas: int = 1, image: str = "nginx:1.27", env: list[dict[str, str]] | None = None,
-               **pod: Any) -> dict[str, Any]:
+def deployment(
+    name: str, replicas: int = 1, image: str = "nginx:1.27", env: list[dict[str, str]] | None = None, **pod: Any
+) -> dict[str, Any]:
     labels = {"app": name}
     container: dict[str, Any] = {"name": name, "image": image, "ports": [{"containerPort": 80}]}
     if env:
         container["env"] = env
     spec: dict[str, Any] = {"containers": [container]}
     spec.update(pod)
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": dict(labels)},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": dict(labels)},
-                     "template": {"metadata": {"labels": dict(labels)}, "spec": spec}}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "labels": dict(labels)},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": dict(labels)},
+            "template": {"metadata": {"labels": dict(labels)}, "spec": spec},
+        },
+    }

@@ -21,8 +21,15 @@ def test_discovery_and_version(kube: Kube) -> None:
     assert code == 200 and version["major"] == "1" and version["gitVersion"].startswith("v1.31")
     groups = client.ApisApi(kube.api).get_api_versions()
     names = {g.name for g in groups.groups}
-    assert {"apps", "batch", "rbac.authorization.k8s.io", "apiextensions.k8s.io", "storage.k8s.io",
-            "coordination.k8s.io", "policy"} <= names
+    assert {
+        "apps",
+        "batch",
+        "rbac.authorization.k8s.io",
+        "apiextensions.k8s.io",
+        "storage.k8s.io",
+        "coordination.k8s.io",
+        "policy",
+    } <= names
     core = kube.core.get_api_resources()
     pods = next(r for r in core.resources if r.name == "pods")
     assert pods.namespaced and pods.kind == "Pod" and "watch" in pods.verbs and "po" in pods.short_names
@@ -38,11 +45,13 @@ def test_auth_required(kube: Kube) -> None:
     assert r.status == 401
     body = json.loads(r.data)
     assert body["kind"] == "Status" and body["reason"] == "Unauthorized" and body["code"] == 401
-    r = kube.api.rest_client.pool_manager.request("GET", kube.url + "/api/v1/namespaces",
-                                                   headers={"Authorization": "Bearer not-an-eks-token"})
+    r = kube.api.rest_client.pool_manager.request(
+        "GET", kube.url + "/api/v1/namespaces", headers={"Authorization": "Bearer not-an-eks-token"}
+    )
     assert r.status == 401
-    r = kube.api.rest_client.pool_manager.request("GET", kube.url + "/api/v1/namespaces",
-                                                   headers={"Authorization": f"Bearer {TOKEN}"})
+    r = kube.api.rest_client.pool_manager.request(
+        "GET", kube.url + "/api/v1/namespaces", headers={"Authorization": f"Bearer {TOKEN}"}
+    )
     assert r.status == 200
 
 
@@ -50,13 +59,15 @@ def test_default_namespaces_and_unknown_cluster(kube: Kube) -> None:
     names = {n.metadata.name for n in kube.core.list_namespace().items}
     assert {"default", "kube-system", "kube-public"} <= names
     r = kube.api.rest_client.pool_manager.request(
-        "GET", kube.url.replace("/demo", "/nope") + "/api/v1/namespaces", headers={"Authorization": f"Bearer {TOKEN}"})
+        "GET", kube.url.replace("/demo", "/nope") + "/api/v1/namespaces", headers={"Authorization": f"Bearer {TOKEN}"}
+    )
     assert r.status == 404
 
 
 def test_crud_status_codes_and_metadata(kube: Kube) -> None:
-    cm = kube.core.create_namespaced_config_map("default", {"metadata": {"name": "c1", "labels": {"a": "1"}},
-                                                            "data": {"k": "v"}})
+    cm = kube.core.create_namespaced_config_map(
+        "default", {"metadata": {"name": "c1", "labels": {"a": "1"}}, "data": {"k": "v"}}
+    )
     assert cm.metadata.uid and int(cm.metadata.resource_version) > 0 and cm.metadata.creation_timestamp
     code, _ = kube.raw("POST", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "c2"}})
     assert code == 201
@@ -120,21 +131,35 @@ def test_validation_422_with_causes(kube: Kube) -> None:
     assert _err(e.value)["details"]["causes"][0]["field"] == "metadata.name"
 
     with pytest.raises(ApiException) as e:
-        kube.batch.create_namespaced_job("default", {"metadata": {"name": "j"}, "spec": {"template": {"spec": {
-            "restartPolicy": "Always", "containers": [{"name": "c", "image": "busybox"}]}}}})
+        kube.batch.create_namespaced_job(
+            "default",
+            {
+                "metadata": {"name": "j"},
+                "spec": {
+                    "template": {"spec": {"restartPolicy": "Always", "containers": [{"name": "c", "image": "busybox"}]}}
+                },
+            },
+        )
     assert e.value.status == 422
     assert _err(e.value)["details"]["causes"][0]["field"] == "spec.template.spec.restartPolicy"
 
 
 def test_label_and_field_selectors(kube: Kube) -> None:
     kube.core.create_namespace({"metadata": {"name": "sel"}})
-    for name, labels in [("a", {"tier": "web", "env": "prod"}), ("b", {"tier": "web", "env": "dev"}),
-                         ("c", {"tier": "db"}), ("d", {})]:
+    for name, labels in [
+        ("a", {"tier": "web", "env": "prod"}),
+        ("b", {"tier": "web", "env": "dev"}),
+        ("c", {"tier": "db"}),
+        ("d", {}),
+    ]:
         kube.core.create_namespaced_config_map("sel", {"metadata": {"name": name, "labels": labels}})
 
     def names(**kw: str) -> list[str]:
-        return [x.metadata.name for x in kube.core.list_namespaced_config_map("sel", **kw).items
-                if x.metadata.name != "kube-root-ca.crt"]
+        return [
+            x.metadata.name
+            for x in kube.core.list_namespaced_config_map("sel", **kw).items
+            if x.metadata.name != "kube-root-ca.crt"
+        ]
 
     assert names(label_selector="tier=web") == ["a", "b"]
     assert names(label_selector="tier==web,env=prod") == ["a"]
@@ -156,25 +181,37 @@ def test_label_and_field_selectors(kube: Kube) -> None:
 def test_patch_flavours_and_server_side_apply(kube: Kube) -> None:
     kube.apps.create_namespaced_deployment("default", deployment("p", env=[{"name": "A", "value": "1"}]))
     # strategic merge (the client's default for a dict body on built-ins): containers merge by name
-    kube.apps.patch_namespaced_deployment("p", "default", {"spec": {"template": {"spec": {"containers": [
-        {"name": "p", "env": [{"name": "B", "value": "2"}]}]}}}})
+    kube.apps.patch_namespaced_deployment(
+        "p",
+        "default",
+        {"spec": {"template": {"spec": {"containers": [{"name": "p", "env": [{"name": "B", "value": "2"}]}]}}}},
+    )
     d = kube.apps.read_namespaced_deployment("p", "default")
     c0 = d.spec.template.spec.containers[0]
     assert c0.image == "nginx:1.27" and {e.name for e in c0.env} == {"A", "B"}
     # JSON patch
-    kube.apps.patch_namespaced_deployment("p", "default", [
-        {"op": "replace", "path": "/spec/replicas", "value": 2},
-        {"op": "add", "path": "/metadata/labels/patched", "value": "json"}])
+    kube.apps.patch_namespaced_deployment(
+        "p",
+        "default",
+        [
+            {"op": "replace", "path": "/spec/replicas", "value": 2},
+            {"op": "add", "path": "/metadata/labels/patched", "value": "json"},
+        ],
+    )
     d = kube.apps.read_namespaced_deployment("p", "default")
     assert d.spec.replicas == 2 and d.metadata.labels["patched"] == "json"
     # JSON merge patch: lists are replaced, null deletes
-    kube.apps.patch_namespaced_deployment("p", "default", {"metadata": {"labels": {"patched": None}}},
-                                          _content_type="application/merge-patch+json")
+    kube.apps.patch_namespaced_deployment(
+        "p", "default", {"metadata": {"labels": {"patched": None}}}, _content_type="application/merge-patch+json"
+    )
     d = kube.apps.read_namespaced_deployment("p", "default")
     assert "patched" not in d.metadata.labels
     # strategic merge $patch: delete on a named list item
-    kube.apps.patch_namespaced_deployment("p", "default", {"spec": {"template": {"spec": {"containers": [
-        {"name": "p", "env": [{"name": "A", "$patch": "delete"}]}]}}}})
+    kube.apps.patch_namespaced_deployment(
+        "p",
+        "default",
+        {"spec": {"template": {"spec": {"containers": [{"name": "p", "env": [{"name": "A", "$patch": "delete"}]}]}}}},
+    )
     d = kube.apps.read_namespaced_deployment("p", "default")
     assert [e.name for e in d.spec.template.spec.containers[0].env] == ["B"]
     # bad json patch path → 422
@@ -183,32 +220,55 @@ def test_patch_flavours_and_server_side_apply(kube: Kube) -> None:
     assert e.value.status == 422
 
     # server-side apply creates when missing (201) and then merges (200), recording the field manager
-    manifest = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa", "namespace": "default"},
-                "data": {"a": "1"}}
-    code, body = kube.raw("PATCH", "/api/v1/namespaces/default/configmaps/ssa", json.dumps(manifest),
-                          "application/apply-patch+yaml", [("fieldManager", "instantstart")])
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "ssa", "namespace": "default"},
+        "data": {"a": "1"},
+    }
+    code, body = kube.raw(
+        "PATCH",
+        "/api/v1/namespaces/default/configmaps/ssa",
+        json.dumps(manifest),
+        "application/apply-patch+yaml",
+        [("fieldManager", "instantstart")],
+    )
     assert code == 201 and body["data"] == {"a": "1"}
     assert body["metadata"]["managedFields"][0]["manager"] == "instantstart"
     assert body["metadata"]["managedFields"][0]["operation"] == "Apply"
     yaml_body = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  b: '2'\n"
-    code, body = kube.raw("PATCH", "/api/v1/namespaces/default/configmaps/ssa", yaml_body,
-                          "application/apply-patch+yaml", [("fieldManager", "other"), ("force", "true")])
+    code, body = kube.raw(
+        "PATCH",
+        "/api/v1/namespaces/default/configmaps/ssa",
+        yaml_body,
+        "application/apply-patch+yaml",
+        [("fieldManager", "other"), ("force", "true")],
+    )
     assert code == 200 and body["data"] == {"a": "1", "b": "2"}  # another manager's apply merges
     # the client's own SSA call
-    cm = kube.core.patch_namespaced_config_map("ssa2", "default", {"apiVersion": "v1", "kind": "ConfigMap",
-                                                                   "metadata": {"name": "ssa2"}, "data": {"x": "y"}},
-                                               field_manager="instantstart",
-                                               _content_type="application/apply-patch+yaml")
+    cm = kube.core.patch_namespaced_config_map(
+        "ssa2",
+        "default",
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa2"}, "data": {"x": "y"}},
+        field_manager="instantstart",
+        _content_type="application/apply-patch+yaml",
+    )
     assert cm.data == {"x": "y"}
-    code, body = kube.raw("PATCH", "/api/v1/namespaces/default/configmaps/ssa3", json.dumps(manifest),
-                          "application/apply-patch+yaml")
+    code, body = kube.raw(
+        "PATCH", "/api/v1/namespaces/default/configmaps/ssa3", json.dumps(manifest), "application/apply-patch+yaml"
+    )
     assert code == 400  # fieldManager is required
 
 
 def test_server_side_apply_removes_what_the_manager_stopped_applying(kube: Kube) -> None:
     def apply(body: dict) -> dict:
-        code, out = kube.raw("PATCH", "/apis/apps/v1/namespaces/default/deployments/ssa", json.dumps(body),
-                             "application/apply-patch+yaml", [("fieldManager", "instantstart")])
+        code, out = kube.raw(
+            "PATCH",
+            "/apis/apps/v1/namespaces/default/deployments/ssa",
+            json.dumps(body),
+            "application/apply-patch+yaml",
+            [("fieldManager", "instantstart")],
+        )
         assert code in (200, 201), out["message"]
         return out
 
@@ -226,16 +286,18 @@ def test_server_side_apply_removes_what_the_manager_stopped_applying(kube: Kube)
 
 
 def test_status_and_scale_subresources(kube: Kube) -> None:
-    kube.core.create_namespaced_service("default", {"metadata": {"name": "s"}, "spec": {
-        "selector": {"app": "s"}, "ports": [{"port": 80}]}})
+    kube.core.create_namespaced_service(
+        "default", {"metadata": {"name": "s"}, "spec": {"selector": {"app": "s"}, "ports": [{"port": 80}]}}
+    )
     svc = kube.core.read_namespaced_service("s", "default")
     assert svc.spec.cluster_ip.startswith("10.100.") and svc.spec.ports[0].target_port == 80
     # status written on the main endpoint is ignored ...
     kube.core.patch_namespaced_service("s", "default", {"status": {"loadBalancer": {"ingress": [{"ip": "1.2.3.4"}]}}})
     assert not (kube.core.read_namespaced_service("s", "default").status.load_balancer.ingress)
     # ... and taken on /status, which leaves the spec alone
-    kube.core.patch_namespaced_service_status("s", "default", {
-        "status": {"loadBalancer": {"ingress": [{"ip": "1.2.3.4"}]}}, "spec": {"type": "NodePort"}})
+    kube.core.patch_namespaced_service_status(
+        "s", "default", {"status": {"loadBalancer": {"ingress": [{"ip": "1.2.3.4"}]}}, "spec": {"type": "NodePort"}}
+    )
     svc = kube.core.read_namespaced_service_status("s", "default")
     assert svc.status.load_balancer.ingress[0].ip == "1.2.3.4" and svc.spec.type == "ClusterIP"
 
@@ -243,8 +305,10 @@ def test_status_and_scale_subresources(kube: Kube) -> None:
     kube.apps.patch_namespaced_deployment_scale("scaled", "default", {"spec": {"replicas": 3}})
     scale = kube.apps.read_namespaced_deployment_scale("scaled", "default")
     assert scale.spec.replicas == 3
-    wait_for(lambda: kube.apps.read_namespaced_deployment("scaled", "default").status.ready_replicas == 3,
-             what="3 ready replicas after scale")
+    wait_for(
+        lambda: kube.apps.read_namespaced_deployment("scaled", "default").status.ready_replicas == 3,
+        what="3 ready replicas after scale",
+    )
 
 
 def test_cascading_delete(kube: Kube) -> None:
@@ -267,8 +331,9 @@ def test_cascading_delete(kube: Kube) -> None:
     kube.core.create_namespaced_config_map("gone", {"metadata": {"name": "x"}})
     ns = kube.core.delete_namespace("gone")
     assert ns is not None
-    wait_for(lambda: "gone" not in {n.metadata.name for n in kube.core.list_namespace().items},
-             what="namespace removal")
+    wait_for(
+        lambda: "gone" not in {n.metadata.name for n in kube.core.list_namespace().items}, what="namespace removal"
+    )
     with pytest.raises(ApiException) as e:
         kube.core.read_namespaced_config_map("x", "gone")
     assert e.value.status == 404
@@ -279,8 +344,9 @@ def test_finalizers_hold_deletion(kube: Kube) -> None:
     kube.core.delete_namespaced_config_map("fin", "default")
     cm = kube.core.read_namespaced_config_map("fin", "default")
     assert cm.metadata.deletion_timestamp is not None
-    kube.core.patch_namespaced_config_map("fin", "default", {"metadata": {"finalizers": None}},
-                                          _content_type="application/merge-patch+json")
+    kube.core.patch_namespaced_config_map(
+        "fin", "default", {"metadata": {"finalizers": None}}, _content_type="application/merge-patch+json"
+    )
     with pytest.raises(ApiException) as e:
         kube.core.read_namespaced_config_map("fin", "default")
     assert e.value.status == 404

@@ -23,21 +23,56 @@ def _apply_crd(kube: Kube, filename: str) -> dict:
 
 
 def _pytorchjob(name: str, replicas: object = 1) -> dict:
-    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": name},
-            "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": replicas, "restartPolicy": "OnFailure",
-                                                        "template": {"spec": {"containers": [
-                                                            {"name": "pytorch", "image": "pytorch/pytorch:2.5"}]}}}}}}
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": name},
+        "spec": {
+            "pytorchReplicaSpecs": {
+                "Master": {
+                    "replicas": replicas,
+                    "restartPolicy": "OnFailure",
+                    "template": {"spec": {"containers": [{"name": "pytorch", "image": "pytorch/pytorch:2.5"}]}},
+                }
+            }
+        },
+    }
 
 
 def _rayjob(name: str) -> dict:
-    pod = {"spec": {"containers": [{"name": "ray", "image": "rayproject/ray:2.41.0",
-                                    "resources": {"requests": {"cpu": "1", "memory": "2Gi"}}}]}}
-    return {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": name},
-            "spec": {"entrypoint": "python train.py", "shutdownAfterJobFinishes": True,
-                     "rayClusterSpec": {"headGroupSpec": {"rayStartParams": {}, "template": pod},
-                                        "workerGroupSpecs": [{"groupName": "gpu", "replicas": 1, "minReplicas": 1,
-                                                              "maxReplicas": 2, "rayStartParams": {},
-                                                              "template": pod}]}}}
+    pod = {
+        "spec": {
+            "containers": [
+                {
+                    "name": "ray",
+                    "image": "rayproject/ray:2.41.0",
+                    "resources": {"requests": {"cpu": "1", "memory": "2Gi"}},
+                }
+            ]
+        }
+    }
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": name},
+        "spec": {
+            "entrypoint": "python train.py",
+            "shutdownAfterJobFinishes": True,
+            "rayClusterSpec": {
+                "headGroupSpec": {"rayStartParams": {}, "template": pod},
+                "workerGroupSpecs": [
+                    {
+                        "groupName": "gpu",
+                        "replicas": 1,
+                        "minReplicas": 1,
+                        "maxReplicas": 2,
+                        "rayStartParams": {},
+                        "template": pod,
+                    }
+                ],
+            },
+        },
+    }
 
 
 def test_crd_is_served_and_discoverable(kube: Kube) -> None:
@@ -51,33 +86,46 @@ def test_crd_is_served_and_discoverable(kube: Kube) -> None:
     assert pj["kind"] == "PyTorchJob" and pj["namespaced"] is True
     assert any(r["name"] == "pytorchjobs/status" for r in res["resources"])
 
-    obj = kube.custom.create_namespaced_custom_object("kubeflow.org", "v1", "default", "pytorchjobs",
-                                                      _pytorchjob("good"))
+    obj = kube.custom.create_namespaced_custom_object(
+        "kubeflow.org", "v1", "default", "pytorchjobs", _pytorchjob("good")
+    )
     assert obj["metadata"]["uid"] and obj["metadata"]["generation"] == 1
     got = kube.custom.get_namespaced_custom_object("kubeflow.org", "v1", "default", "pytorchjobs", "good")
     assert got["spec"]["pytorchReplicaSpecs"]["Master"]["replicas"] == 1
     lst = kube.custom.list_namespaced_custom_object("kubeflow.org", "v1", "default", "pytorchjobs")
     assert lst["kind"] == "PyTorchJobList" and [i["metadata"]["name"] for i in lst["items"]] == ["good"]
     # the status subresource: status on the main endpoint is dropped, /status takes it
-    kube.custom.patch_namespaced_custom_object("kubeflow.org", "v1", "default", "pytorchjobs", "good",
-                                               {"status": {"conditions": []}, "metadata": {"labels": {"a": "b"}}})
+    kube.custom.patch_namespaced_custom_object(
+        "kubeflow.org",
+        "v1",
+        "default",
+        "pytorchjobs",
+        "good",
+        {"status": {"conditions": []}, "metadata": {"labels": {"a": "b"}}},
+    )
     got = kube.custom.get_namespaced_custom_object("kubeflow.org", "v1", "default", "pytorchjobs", "good")
     assert "status" not in got and got["metadata"]["labels"] == {"a": "b"}
-    kube.custom.patch_namespaced_custom_object_status("kubeflow.org", "v1", "default", "pytorchjobs", "good",
-                                                      {"status": {"replicaStatuses": {}}})
+    kube.custom.patch_namespaced_custom_object_status(
+        "kubeflow.org", "v1", "default", "pytorchjobs", "good", {"status": {"replicaStatuses": {}}}
+    )
     got = kube.custom.get_namespaced_custom_object("kubeflow.org", "v1", "default", "pytorchjobs", "good")
     assert got["status"] == {"replicaStatuses": {}}
     # strategic merge is not supported for custom objects
-    code, body = kube.raw("PATCH", "/apis/kubeflow.org/v1/namespaces/default/pytorchjobs/good",
-                          {"metadata": {"labels": {"c": "d"}}}, "application/strategic-merge-patch+json")
+    code, body = kube.raw(
+        "PATCH",
+        "/apis/kubeflow.org/v1/namespaces/default/pytorchjobs/good",
+        {"metadata": {"labels": {"c": "d"}}},
+        "application/strategic-merge-patch+json",
+    )
     assert code == 415
 
 
 def test_pytorchjob_schema_violation_is_422(kube: Kube) -> None:
     _apply_crd(kube, PYTORCHJOB_CRD)
     with pytest.raises(ApiException) as e:
-        kube.custom.create_namespaced_custom_object("kubeflow.org", "v1", "default", "pytorchjobs",
-                                                    _pytorchjob("bad", replicas="two"))
+        kube.custom.create_namespaced_custom_object(
+            "kubeflow.org", "v1", "default", "pytorchjobs", _pytorchjob("bad", replicas="two")
+        )
     body = json.loads(e.value.body)
     assert e.value.status == 422 and body["reason"] == "Invalid"
     fields = [c["field"] for c in body["details"]["causes"]]
@@ -105,8 +153,9 @@ def test_rayjob_schema_violation_is_422_and_unknown_fields_pruned(kube: Kube) ->
     ok = _rayjob("ok")
     ok["spec"]["notAField"] = True
     # kubectl asks for strict field validation: unknown fields are a 400 then
-    code, body = kube.raw("POST", "/apis/ray.io/v1/namespaces/default/rayjobs", ok,
-                          query=[("fieldValidation", "Strict")])
+    code, body = kube.raw(
+        "POST", "/apis/ray.io/v1/namespaces/default/rayjobs", ok, query=[("fieldValidation", "Strict")]
+    )
     assert code == 400 and 'unknown field "spec.notAField"' in body["message"]
     created = kube.custom.create_namespaced_custom_object("ray.io", "v1", "default", "rayjobs", ok)
     assert "notAField" not in created["spec"]  # otherwise pruned, as the apiserver prunes
@@ -126,28 +175,56 @@ def test_operator_not_installed_keeps_no_status(kube: Kube) -> None:
 
 
 def test_cluster_scoped_crd_and_removal(kube: Kube) -> None:
-    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-           "metadata": {"name": "widgets.example.com"},
-           "spec": {"group": "example.com", "scope": "Cluster",
-                    "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
-                    "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-                        "type": "object", "properties": {"spec": {"type": "object", "required": ["size"],
-                                                                  "properties": {"size": {"type": "integer",
-                                                                                          "minimum": 1}}}}}}}]}}
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Cluster",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {
+                                "spec": {
+                                    "type": "object",
+                                    "required": ["size"],
+                                    "properties": {"size": {"type": "integer", "minimum": 1}},
+                                }
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }
     kube.ext.create_custom_resource_definition(crd)
-    kube.custom.create_cluster_custom_object("example.com", "v1", "widgets",
-                                             {"apiVersion": "example.com/v1", "kind": "Widget",
-                                              "metadata": {"name": "w1"}, "spec": {"size": 3}})
+    kube.custom.create_cluster_custom_object(
+        "example.com",
+        "v1",
+        "widgets",
+        {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}, "spec": {"size": 3}},
+    )
     with pytest.raises(ApiException) as e:
-        kube.custom.create_cluster_custom_object("example.com", "v1", "widgets",
-                                                 {"apiVersion": "example.com/v1", "kind": "Widget",
-                                                  "metadata": {"name": "w2"}, "spec": {"size": 0}})
+        kube.custom.create_cluster_custom_object(
+            "example.com",
+            "v1",
+            "widgets",
+            {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w2"}, "spec": {"size": 0}},
+        )
     assert e.value.status == 422
     assert json.loads(e.value.body)["details"]["causes"][0]["field"] == "spec.size"
     code, _ = kube.raw("GET", "/apis/example.com/v1/namespaces/default/widgets")
     assert code == 404
-    assert [w["metadata"]["name"] for w in kube.custom.list_cluster_custom_object("example.com", "v1", "widgets")[
-        "items"]] == ["w1"]
+    assert [
+        w["metadata"]["name"] for w in kube.custom.list_cluster_custom_object("example.com", "v1", "widgets")["items"]
+    ] == ["w1"]
     kube.ext.delete_custom_resource_definition("widgets.example.com")
     wait_for(lambda: kube.raw("GET", "/apis/example.com/v1/widgets")[0] == 404, what="CRD no longer served")
 

@@ -18,11 +18,29 @@ def test_state_survives_save_and_reload(world_factory: Callable[..., Kube], tmp_
     state = tmp_path / "state"
     kube = world_factory(state_dir=state, addons={"amazon-sagemaker-hyperpod-training-operator"})
     kube.apps.create_namespaced_deployment("default", deployment("keep", replicas=2))
-    pods = wait_for(lambda: [p for p in kube.core.list_namespaced_pod("default", label_selector="app=keep").items
-                             if p.status.phase == "Running"] if len(kube.core.list_namespaced_pod(
-                                 "default", label_selector="app=keep").items) == 2 else None)
-    wait_for(lambda: len([p for p in kube.core.list_namespaced_pod("default", label_selector="app=keep").items
-                          if p.status.phase == "Running"]) == 2)
+    pods = wait_for(
+        lambda: (
+            [
+                p
+                for p in kube.core.list_namespaced_pod("default", label_selector="app=keep").items
+                if p.status.phase == "Running"
+            ]
+            if len(kube.core.list_namespaced_pod("default", label_selector="app=keep").items) == 2
+            else None
+        )
+    )
+    wait_for(
+        lambda: (
+            len(
+                [
+                    p
+                    for p in kube.core.list_namespaced_pod("default", label_selector="app=keep").items
+                    if p.status.phase == "Running"
+                ]
+            )
+            == 2
+        )
+    )
     pod_name = pods[0].metadata.name
     log_before = kube.core.read_namespaced_pod_log(pod_name, "default")
     rv_before = int(kube.core.list_namespace().metadata.resource_version)
@@ -35,8 +53,12 @@ def test_state_survives_save_and_reload(world_factory: Callable[..., Kube], tmp_
     assert kube2.apps.read_namespaced_deployment("keep", "default").status.ready_replicas == 2
     assert kube2.core.read_namespaced_pod_log(pod_name, "default") == log_before
     # CRD-served kinds come back, and the resourceVersion keeps increasing
-    assert kube2.custom.list_namespaced_custom_object("sagemaker.amazonaws.com", "v1", "default",
-                                                      "hyperpodpytorchjobs")["items"] == []
+    assert (
+        kube2.custom.list_namespaced_custom_object("sagemaker.amazonaws.com", "v1", "default", "hyperpodpytorchjobs")[
+            "items"
+        ]
+        == []
+    )
     cm = kube2.core.create_namespaced_config_map("default", {"metadata": {"name": "after"}})
     assert int(cm.metadata.resource_version) > rv_before
     assert reloaded.cluster(KEY).addons == {"amazon-sagemaker-hyperpod-training-operator"}
@@ -72,10 +94,14 @@ spec:
     assert "namespace/team-a created" in res.stdout and "deployment.apps/web created" in res.stdout
     # watch-based commands return as soon as the condition holds (the watch answers headers at once)
     t0 = time.monotonic()
-    assert "successfully rolled out" in kube.kubectl("rollout", "status", "deployment/web", "-n", "team-a",
-                                                     "--timeout=20s").stdout
-    assert "condition met" in kube.kubectl("wait", "--for=condition=Available", "deployment/web", "-n", "team-a",
-                                           "--timeout=20s").stdout
+    assert (
+        "successfully rolled out"
+        in kube.kubectl("rollout", "status", "deployment/web", "-n", "team-a", "--timeout=20s").stdout
+    )
+    assert (
+        "condition met"
+        in kube.kubectl("wait", "--for=condition=Available", "deployment/web", "-n", "team-a", "--timeout=20s").stdout
+    )
     assert time.monotonic() - t0 < 10
     wait_for(lambda: kube.apps.read_namespaced_deployment("web", "team-a").status.ready_replicas == 2)
     manifest.write_text(manifest.read_text().replace("value: one", "value: two"))

@@ -20,8 +20,7 @@ def test_watch_live_events_and_timeout(kube: Kube) -> None:
     def consume() -> None:
         w = watch.Watch()
         started.set()
-        for ev in w.stream(kube.core.list_namespaced_config_map, "default", label_selector="w=1",
-                           timeout_seconds=2):
+        for ev in w.stream(kube.core.list_namespaced_config_map, "default", label_selector="w=1", timeout_seconds=2):
             got.append((ev["type"], ev["object"].metadata.name))
             if ev["type"] == "DELETED":
                 w.stop()
@@ -59,20 +58,35 @@ def test_watch_from_resource_version(kube: Kube) -> None:
     rv = lst.metadata.resource_version
     kube.core.create_namespaced_config_map("default", {"metadata": {"name": "after1"}})
     kube.core.create_namespaced_config_map("default", {"metadata": {"name": "after2"}})
-    events = [(e["type"], e["object"].metadata.name) for e in watch.Watch().stream(
-        kube.core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=1)]
+    events = [
+        (e["type"], e["object"].metadata.name)
+        for e in watch.Watch().stream(
+            kube.core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=1
+        )
+    ]
     assert events == [("ADDED", "after1"), ("ADDED", "after2")]
     # raw objects, as controllers using deserialize=False see them
-    raw = list(watch.Watch().stream(kube.core.list_namespaced_config_map, "default", resource_version=rv,
-                                    timeout_seconds=1, field_selector="metadata.name=after2"))
+    raw = list(
+        watch.Watch().stream(
+            kube.core.list_namespaced_config_map,
+            "default",
+            resource_version=rv,
+            timeout_seconds=1,
+            field_selector="metadata.name=after2",
+        )
+    )
     assert [e["object"].metadata.name for e in raw] == ["after2"]
     assert raw[0]["raw_object"]["kind"] == "ConfigMap"
 
 
 def _run_pod(kube: Kube, name: str, **spec: object) -> None:
-    body = {"metadata": {"name": name}, "spec": {"containers": [{"name": "main", "image": "nginx:1.27"},
-                                                                 {"name": "side", "image": "busybox:1.36"}],
-                                                  **spec}}
+    body = {
+        "metadata": {"name": name},
+        "spec": {
+            "containers": [{"name": "main", "image": "nginx:1.27"}, {"name": "side", "image": "busybox:1.36"}],
+            **spec,
+        },
+    }
     kube.core.create_namespaced_pod("default", body)
     wait_for(lambda: kube.core.read_namespaced_pod(name, "default").status.phase == "Running", what="pod Running")
 
@@ -95,10 +109,16 @@ def test_pod_logs_tail_timestamps_container(kube: Kube) -> None:
 
 
 def test_pod_logs_follow_until_exit(kube: Kube) -> None:
-    kube.core.create_namespaced_pod("default", {
-        "metadata": {"name": "trainer", "annotations": {"sandbox.instantstart.io/run-seconds": "2000"}},
-        "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox:1.36",
-                                                           "command": ["python", "train.py"]}]}})
+    kube.core.create_namespaced_pod(
+        "default",
+        {
+            "metadata": {"name": "trainer", "annotations": {"sandbox.instantstart.io/run-seconds": "2000"}},
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "main", "image": "busybox:1.36", "command": ["python", "train.py"]}],
+            },
+        },
+    )
     wait_for(lambda: kube.core.read_namespaced_pod("trainer", "default").status.phase == "Running")
     resp = kube.core.read_namespaced_pod_log("trainer", "default", follow=True, _preload_content=False)
     t0 = time.monotonic()
