@@ -5,13 +5,14 @@ from __future__ import annotations
 from celery import shared_task
 
 from . import engine
+from .queue import ADVANCE_TASK, SWEEP_TASK
 
 
-@shared_task(name="instantstart.operations.tasks.advance", ignore_result=True)
+@shared_task(name=ADVANCE_TASK, ignore_result=True)
 def advance_task(operation_id: str) -> str:
     return engine.advance(operation_id).action
 
 
-@shared_task(name="instantstart.operations.tasks.sweep", ignore_result=True)
+@shared_task(name=SWEEP_TASK, ignore_result=True)
 def sweep_task() -> int:
     return engine.sweep()

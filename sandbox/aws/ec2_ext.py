@@ -7,7 +7,7 @@ import json
 import re
 from typing import Any
 
-from sandbox.aws.app import Ctx, handles
+from sandbox.aws.handlers import Ctx, handles
 from sandbox.aws.protocol import AwsError, Response
 from sandbox.aws.world import World, new_id
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sandbox.aws.app import Ctx, handles
 from sandbox.aws.eks_clusters import moto_cluster
+from sandbox.aws.eks_records import policy_arn
+from sandbox.aws.handlers import Ctx, handles
 from sandbox.aws.protocol import AwsError, Response
 from sandbox.aws.world import new_id
 
@@ -26,10 +27,6 @@ ACCESS_POLICIES = [
     "AmazonSagemakerHyperpodControllerPolicy",
     "AmazonSagemakerHyperpodSystemNamespacePolicy",
 ]
-
-
-def policy_arn(name: str) -> str:
-    return f"arn:aws:eks::aws:cluster-access-policy/{name}"
 
 
 def _cluster(ctx: Ctx) -> tuple[str, Any]:
@@ -174,39 +171,6 @@ def make_entry(ctx: Ctx, cluster: str, principal: str, p: dict[str, Any]) -> dic
 
 def _entries(ctx: Ctx, cluster: str) -> dict[str, Any]:
     return ctx.world.table("eks_access_entries", ctx.account, ctx.region)
-
-
-def ensure_creator_entry(
-    ctx_world: Any, account: str, region: str, cluster: str, principal: str | None, now: float
-) -> None:
-    """EKS gives the cluster creator an access entry with AmazonEKSClusterAdminPolicy (bootstrap)."""
-    if not principal:
-        return
-    tbl = ctx_world.table("eks_access_entries", account, region)
-    key = f"{cluster}/{principal}"
-    if key in tbl:
-        return
-    name = principal.rsplit("/", 1)[-1]
-    tbl[key] = {
-        "clusterName": cluster,
-        "principalArn": principal,
-        "kubernetesGroups": [],
-        "accessEntryArn": f"arn:aws:eks:{region}:{account}:access-entry/{cluster}/role/{account}/{name}/"
-        f"{uuid.uuid4().hex[:8]}",
-        "createdAt": now,
-        "modifiedAt": now,
-        "tags": {},
-        "username": f"arn:aws:sts::{account}:assumed-role/{name}/{{{{SessionName}}}}",
-        "type": "STANDARD",
-        "_policies": {
-            policy_arn("AmazonEKSClusterAdminPolicy"): {
-                "policyArn": policy_arn("AmazonEKSClusterAdminPolicy"),
-                "accessScope": {"type": "cluster"},
-                "associatedAt": now,
-                "modifiedAt": now,
-            }
-        },
-    }
 
 
 def _view(e: dict[str, Any]) -> dict[str, Any]:

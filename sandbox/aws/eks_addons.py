@@ -7,8 +7,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sandbox.aws.app import Ctx, handles
+from sandbox.aws.eks_access import new_pod_identity
 from sandbox.aws.eks_clusters import moto_cluster, require_active_cluster
+from sandbox.aws.eks_update_log import record_update, view
+from sandbox.aws.handlers import Ctx, handles
 from sandbox.aws.protocol import AwsError, Response
 from sandbox.aws.world import World
 
@@ -193,8 +195,6 @@ def create_addon(ctx: Ctx) -> Response:
     arn = f"arn:aws:eks:{ctx.region}:{ctx.account}:addon/{cluster_name}/{name}/{uuid.uuid4()}"
     assoc_arns = []
     for pia in p.get("podIdentityAssociations") or []:
-        from sandbox.aws.eks_access import new_pod_identity
-
         ns = (p.get("namespaceConfig") or {}).get("namespace") or CATALOG[name]["ns"]
         a = new_pod_identity(ctx, cluster_name, ns, pia["serviceAccount"], pia["roleArn"], {}, owner=arn)
         assoc_arns.append(a["associationArn"])
@@ -290,8 +290,6 @@ def update_addon(ctx: Ctx) -> Response:
     addon["modifiedAt"] = ctx.world.now()
     addon["_due"] = ctx.world.due("addon_update")
     addon["_fail"] = None
-    from sandbox.aws.eks_updates import record_update, view
-
     u = record_update(
         ctx.world, ctx.account, ctx.region, cluster_name, "AddonUpdate", params, "addon_update", addon=name
     )

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sandbox.aws.app import Ctx, handles
+from sandbox.aws.eks_records import ensure_creator_entry
+from sandbox.aws.eks_update_log import record_update, view
+from sandbox.aws.handlers import Ctx, handles
 from sandbox.aws.protocol import AwsError, Response
 from sandbox.aws.world import World
 
@@ -159,8 +161,6 @@ def update_nodegroup_config(ctx: Ctx) -> Response | None:
     ng.status = "UPDATING"
     meta = ctx.world.table("eks_nodegroups", ctx.account, ctx.region)
     meta[f"{cluster_name}/{ng_name}"] = {"phase": "UPDATING", "due": ctx.world.due("nodegroup_update")}
-    from sandbox.aws.eks_updates import record_update, view
-
     u = record_update(
         ctx.world,
         ctx.account,
@@ -228,8 +228,6 @@ def tick_eks(world: World) -> None:
                     cluster.certificate_authority = {"data": world.ca_data()}
                     m["phase"] = "ACTIVE"
                     if (getattr(cluster, "access_config", None) or {}).get("bootstrapClusterCreatorAdminPermissions"):
-                        from sandbox.aws.eks_access import ensure_creator_entry
-
                         ensure_creator_entry(world, account, region, name, m.get("creator"), now)
                 world.touch()
             elif phase == "DELETING":

@@ -5,11 +5,13 @@ DescribeAddonConfiguration, UpdateAccessEntry and UpdatePodIdentityAssociation."
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any
 
-from sandbox.aws.app import Ctx, handles
+from sandbox.aws.eks_access import _entry, _pia, _view
+from sandbox.aws.eks_addons import CATALOG
 from sandbox.aws.eks_clusters import moto_cluster, require_active_cluster
+from sandbox.aws.eks_update_log import record_update, view
+from sandbox.aws.handlers import Ctx, handles
 from sandbox.aws.protocol import AwsError, Response
 from sandbox.aws.world import World
 
@@ -20,37 +22,6 @@ VERSIONS = [
     ("1.30", "EXTENDED_SUPPORT", False),
     ("1.29", "EXTENDED_SUPPORT", False),
 ]
-
-
-def record_update(
-    world: World,
-    account: str,
-    region: str,
-    cluster: str,
-    utype: str,
-    params: list[dict[str, str]],
-    duration_key: str,
-    nodegroup: str | None = None,
-    addon: str | None = None,
-) -> dict[str, Any]:
-    u = {
-        "id": str(uuid.uuid4()),
-        "status": "InProgress",
-        "type": utype,
-        "params": params,
-        "createdAt": world.now(),
-        "errors": [],
-        "_cluster": cluster,
-        "_nodegroup": nodegroup,
-        "_addon": addon,
-        "_due": world.due(duration_key),
-    }
-    world.table("eks_updates", account, region)[f"{cluster}/{u['id']}"] = u
-    return u
-
-
-def view(u: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in u.items() if not k.startswith("_")}
 
 
 @handles("eks", "UpdateClusterVersion")
@@ -139,8 +110,6 @@ def describe_cluster_versions(ctx: Ctx) -> Response:
 
 @handles("eks", "DescribeAddonConfiguration")
 def describe_addon_configuration(ctx: Ctx) -> Response:
-    from sandbox.aws.eks_addons import CATALOG
-
     name = ctx.req.q("addonName") or ""
     if name not in CATALOG:
         raise AwsError("ResourceNotFoundException", f"Addon {name} not found", 404)
@@ -167,8 +136,6 @@ def describe_addon_configuration(ctx: Ctx) -> Response:
 
 @handles("eks", "UpdateAccessEntry")
 def update_access_entry(ctx: Ctx) -> Response:
-    from sandbox.aws.eks_access import _entry, _view
-
     _, e = _entry(ctx)
     for k in ("kubernetesGroups", "username"):
         if k in ctx.params:
@@ -179,8 +146,6 @@ def update_access_entry(ctx: Ctx) -> Response:
 
 @handles("eks", "UpdatePodIdentityAssociation")
 def update_pod_identity(ctx: Ctx) -> Response:
-    from sandbox.aws.eks_access import _pia
-
     _, a = _pia(ctx)
     for k in ("roleArn", "disableSessionTags", "targetRoleArn", "policy"):
         if k in ctx.params:

@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
-from sandbox.aws.app import Ctx, handles
+from sandbox.aws.handlers import Ctx, handles
 
 _ARN_RE = re.compile(r"arn:aws:iam::aws:policy/[A-Za-z0-9_+=,.@/-]+")
 

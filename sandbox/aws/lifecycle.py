@@ -11,8 +11,8 @@ from sandbox.aws.ec2_ext import tick_ec2
 from sandbox.aws.eks_addons import active_addons, tick_addons
 from sandbox.aws.eks_clusters import active_clusters, eks_backend, subnet_zone, tick_eks
 from sandbox.aws.eks_updates import tick_updates
+from sandbox.aws.hyperpod.ticks import kube_nodes, tick_hyperpod
 from sandbox.aws.instance_types import hardware
-from sandbox.aws.sagemaker_clusters import kube_nodes, tick_hyperpod
 from sandbox.aws.sagemaker_misc import tick_misc
 from sandbox.aws.world import World
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sandbox.aws.app import Ctx, handles
+from sandbox.aws.handlers import Ctx, handles
 from sandbox.aws.protocol import AwsError, Response
 
 # (service code, quota code, name, value, unit). Codes for EC2 are the real ones; SageMaker codes are
