@@ -17,6 +17,8 @@ class AgentToolsConfig(AppConfig):
     verbose_name = "Agent tools (MCP)"
 
     def ready(self) -> None:
+        from . import checks  # noqa: F401 - registers the system check that binds every tool
+
         discover_tools()
 
 

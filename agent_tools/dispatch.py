@@ -1,7 +1,8 @@
 """Run one tool call through its REST endpoint, exactly as an HTTP client would reach it.
 
-The call becomes a Django request to the endpoint's own URL (found in the URLconf by view class
-and action, so the path is the REST path and idempotency records match), carrying the caller's
+The call becomes a Django request to the endpoint's own URL (its route, found in the URLconf by
+view class and action — see ``agent_tools.contract`` — so the path is the REST path and
+idempotency records match), carrying the caller's
 ``Authorization`` header and, in the environ where no client can forge it, the mark that it comes
 from MCP. The endpoint's view function — the one the URLconf routes REST traffic to — answers it:
 authentication, role checks, team scoping (another team's object is a 404), serializers and the
@@ -14,18 +15,18 @@ import io
 import json
 import logging
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 from urllib.parse import urlencode
 
 from django.core.exceptions import SuspiciousOperation
 from django.core.handlers.wsgi import WSGIRequest
-from django.urls import NoReverseMatch, URLPattern, URLResolver, get_resolver, resolve, reverse
+from django.urls import NoReverseMatch, resolve, reverse
 
 from instantstart.api.errors import error_body
 from instantstart.api.idempotency import HEADER as IDEMPOTENCY_HEADER
 from instantstart.tenancy.access import VIA_ENVIRON_KEY, Via
 
+from .contract import Contract
 from .registry import IDEMPOTENCY_ARGUMENT, Tool
 
 log = logging.getLogger(__name__)
@@ -62,20 +63,21 @@ def call(tool: Tool, arguments: dict[str, Any] | None, caller: Caller) -> Answer
     """Dispatch ``tool`` with ``arguments`` as ``caller`` and return the REST answer."""
     arguments = dict(arguments or {})
     idempotency_key = arguments.pop(IDEMPOTENCY_ARGUMENT, None)
+    contract = tool.contract
     url_kwargs: dict[str, str] = {}
-    for argument, kwarg in (tool.path_params or {}).items():
+    for argument, kwarg in contract.path_params.items():
         value = arguments.pop(argument, None)
         if value in (None, ""):
             message = "This field is required."
             return _answer(400, error_body("invalid", f"{argument}: {message}", {argument: [message]}))
         url_kwargs[kwarg] = str(value)
     try:
-        path = reverse(_route_name(tool), kwargs=url_kwargs)
+        path = reverse(contract.route_name, kwargs=url_kwargs)
     except NoReverseMatch:
         # An id no route accepts (a slash, a dot): REST would not find it either.
         return _answer(404, error_body("not_found", "Not found."))
     match = resolve(path)
-    request = WSGIRequest(_environ(tool, path, arguments, caller, idempotency_key))
+    request = WSGIRequest(_environ(contract, path, arguments, caller, idempotency_key))
     try:
         response = match.func(request, *match.args, **match.kwargs)
     except SuspiciousOperation:
@@ -98,11 +100,11 @@ def _answer(status: int, body: dict) -> Answer:
 
 
 def _environ(
-    tool: Tool, path: str, arguments: dict[str, Any], caller: Caller, idempotency_key: str | None
+    contract: Contract, path: str, arguments: dict[str, Any], caller: Caller, idempotency_key: str | None
 ) -> dict[str, Any]:
     host, _, port = caller.host.partition(":")
     environ: dict[str, Any] = {
-        "REQUEST_METHOD": tool.method.upper(),
+        "REQUEST_METHOD": contract.method.upper(),
         "PATH_INFO": path,
         "SCRIPT_NAME": "",
         "QUERY_STRING": "",
@@ -122,11 +124,11 @@ def _environ(
         environ["HTTP_" + name.upper().replace("-", "_")] = value
     if idempotency_key:
         environ[_IDEMPOTENCY_ENVIRON] = str(idempotency_key)
-    if tool.method == "get":
+    if contract.method == "get":
         environ["QUERY_STRING"] = _query_string(arguments)
     else:
-        # The arguments of the tool's `query` serializer are the endpoint's query parameters.
-        query = {name: value for name, value in arguments.items() if name in tool.query_arguments}
+        # The fields of the endpoint's query-parameter serializer travel in the query string.
+        query = {name: value for name, value in arguments.items() if name in contract.query_arguments}
         environ["QUERY_STRING"] = _query_string(query)
         body = json.dumps({name: value for name, value in arguments.items() if name not in query}).encode()
         environ.update(
@@ -152,41 +154,3 @@ def _query_value(value: Any) -> str:
     if isinstance(value, dict):
         return json.dumps(value)
     return str(value)
-
-
-def _route_name(tool: Tool) -> str:
-    routes = _routes(get_resolver())
-    key = (tool.view, tool.action, tool.method)
-    if key not in routes:
-        raise LookupError(
-            f"{tool.name}: no URL routes {tool.method.upper()} to {tool.view.__name__}"
-            + (f".{tool.action}" if tool.action else "")
-        )
-    return routes[key]
-
-
-@lru_cache(maxsize=4)
-def _routes(resolver: URLResolver) -> dict[tuple[type, str | None, str], str]:
-    """(view class, action, method) → the qualified URL name that routes it, for the URLconf."""
-    routes: dict[tuple[type, str | None, str], str] = {}
-
-    def walk(patterns: list, namespace: str) -> None:
-        for pattern in patterns:
-            if isinstance(pattern, URLResolver):
-                inner = f"{namespace}{pattern.namespace}:" if pattern.namespace else namespace
-                walk(pattern.url_patterns, inner)
-            elif isinstance(pattern, URLPattern) and pattern.name:
-                cls = getattr(pattern.callback, "cls", None)
-                if cls is None:
-                    continue
-                actions = getattr(pattern.callback, "actions", None)
-                if actions:  # a viewset route: {method: action}
-                    entries = [(cls, action, method) for method, action in actions.items()]
-                else:  # an APIView: every method it implements
-                    entries = [(cls, None, method) for method in cls.http_method_names if hasattr(cls, method)]
-                for entry in entries:
-                    # The first route wins: DRF's format-suffix duplicates come after.
-                    routes.setdefault(entry, namespace + pattern.name)
-
-    walk(resolver.url_patterns, "")
-    return routes

@@ -1,9 +1,9 @@
 """The declarative tool registry: every MCP tool is one REST endpoint with a description for agents.
 
 A tool names the DRF view (a viewset and one of its actions, or a plain APIView) it dispatches
-into; authentication, team scoping, role checks, validation and error bodies are therefore the
-REST endpoint's own. Apps register their tools in a ``tools.py`` module (discovered at startup
-like ``admin.py``)::
+into, and declares what only a person can say: its name, a description written for an agent, its
+MCP annotations and, when it changes state, the tool that shows the change completing. Apps
+register their tools in a ``tools.py`` module (discovered at startup like ``admin.py``)::
 
     from agent_tools.registry import Tool, register
 
@@ -13,40 +13,51 @@ like ``admin.py``)::
             description="Resume a failed or cancelled operation ... Then poll get_operation.",
             view=OperationViewSet,
             action="retry",
-            method="post",
             status_tool="get_operation",
         ),
     )
 
-The input schema is derived: path parameters (``id`` for a detail action), the fields of
-``input`` (a filter serializer for list tools, the request serializer for writes; for
-``create``/``update``/``partial_update`` the viewset's own serializer by default), the fields of
-``query`` (query parameters of a tool that is not a GET, such as ``force`` of a DELETE), ``limit``/
-``offset`` for paginated lists, and ``idempotency_key`` for mutating tools.
+Everything else is read from the REST endpoint itself (``agent_tools.contract``): the HTTP method
+and path parameters from the URLconf, the arguments from the view's ``extend_schema`` (request
+serializer for the body, ``parameters=[QuerySerializer]`` for the query string; ``limit``/``offset``
+for paginated lists; ``idempotency_key`` for tools that change state) and the answer's schema from
+its response serializers. Authentication, team scoping, role checks, validation and error bodies
+are the endpoint's own, because the call is dispatched into it (``agent_tools.dispatch``).
+
+Annotations (MCP ``ToolAnnotations``), declared truthfully per tool:
+
+- ``read_only``: the tool only reads (every GET, and a POST that only checks, such as preflight).
+- ``destructive``: it deletes, replaces, stops or interrupts something.
+- ``idempotent``: repeating the call with the same arguments answers success and changes nothing
+  more (an explicit-diff PATCH, a delete that returns the deletion already running, a repeatable
+  cancel). Every mutating tool also takes ``idempotency_key``, which makes any repeat safe.
+- ``open_world``: it reaches beyond InstantStart's own, closed domain (the team's account and
+  clusters). No tool does today.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
-from rest_framework import serializers
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.views import APIView
 
-from .schema import serializer_schema
-
-# Actions of DRF's model mixins that address one object (``{lookup}`` in the URL).
-_DETAIL_ACTIONS = frozenset({"retrieve", "update", "partial_update", "destroy"})
-# Actions whose request body is the viewset's own serializer unless a tool names another one.
-_BODY_ACTIONS = frozenset({"create", "update", "partial_update"})
+from .contract import Contract, ContractError, bind, input_schema
+from .routes import RouteError
 
 IDEMPOTENCY_ARGUMENT = "idempotency_key"
+_IDEMPOTENCY_SCHEMA = {
+    "type": "string",
+    "maxLength": 200,
+    "description": "Optional. Reuse the same key when retrying this call after a timeout: the "
+    "first answer is returned again and nothing changes twice.",
+}
 
 
 class RegistryError(Exception):
-    """A tool definition that cannot work: raised at startup, never while serving."""
+    """A tool definition that cannot work: raised at startup (or when the tools are bound), never while serving."""
 
 
 @dataclass(frozen=True)
@@ -59,82 +70,66 @@ class Tool:
             what to call next.
         view: the DRF viewset (with ``action``) or APIView (``action=None``) to dispatch into.
         action: the viewset action (``list``, ``retrieve``, ``retry``…); None for an APIView.
-        method: the HTTP method of the REST call (``get``, ``post``, ``patch``, ``delete``).
-        input: the serializer whose fields are the tool's arguments (query parameters for a GET,
-            the JSON body otherwise). Defaults to the viewset's serializer for create/update.
-        query: for a tool that is not a GET, the serializer of the endpoint's query parameters
-            (``force`` of a DELETE): its fields are tool arguments sent in the query string, not
-            in the body. A GET tool's ``input`` already travels as query parameters.
-        path_params: tool argument → URL keyword. Defaults to ``{"id": <lookup kwarg>}`` for a
-            detail action and to nothing otherwise.
-        mutating: whether the tool changes state. Defaults to ``method != "get"``. Mutating tools
-            take ``idempotency_key`` and are hidden in read-only mode.
-        status_tool: for mutating tools, the tool an agent polls to see the change complete.
+        status_tool: for tools that change state, the read tool an agent polls to see the change complete.
         title: a short human-readable name shown by MCP clients.
-        destructive: the tool may delete or stop things (an MCP annotation for clients).
+        read_only, destructive, idempotent, open_world: the MCP annotations (see the module docstring).
     """
 
     name: str
     description: str
     view: type[APIView]
     action: str | None = None
-    method: str = "get"
-    input: type[serializers.Serializer] | None = None
-    query: type[serializers.Serializer] | None = None
-    path_params: Mapping[str, str] | None = None
-    mutating: bool | None = None
     status_tool: str | None = None
     title: str | None = None
+    read_only: bool = False
     destructive: bool = False
-    _schema: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    idempotent: bool = False
+    open_world: bool = False
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "method", self.method.lower())
-        if self.mutating is None:
-            object.__setattr__(self, "mutating", self.method != "get")
-        if self.path_params is None:
-            object.__setattr__(self, "path_params", self._default_path_params())
-        if self.input is None and self.action in _BODY_ACTIONS:
-            object.__setattr__(self, "input", getattr(self.view, "serializer_class", None))
-        self._validate()
-
-    @property
-    def query_arguments(self) -> frozenset[str]:
-        """The arguments sent as query parameters of a tool that is not a GET (the fields of ``query``)."""
-        return frozenset(_writable_fields(self.query)) if self.query is not None else frozenset()
-
-    @property
-    def is_list(self) -> bool:
-        return self.action == "list"
-
-    @property
-    def is_detail(self) -> bool:
-        if self.action is None:
-            return False
-        handler = getattr(self.view, self.action, None)
-        return bool(getattr(handler, "detail", self.action in _DETAIL_ACTIONS))
-
-    def _default_path_params(self) -> dict[str, str]:
-        if not self.is_detail:
-            return {}
-        lookup = getattr(self.view, "lookup_url_kwarg", None) or getattr(self.view, "lookup_field", "pk")
-        return {"id": lookup}
-
-    def _validate(self) -> None:
         if not self.name.isidentifier():
             raise RegistryError(f"Tool name {self.name!r} must be a snake_case identifier.")
         if self.action is not None and not callable(getattr(self.view, self.action, None)):
             raise RegistryError(f"{self.name}: {self.view.__name__} has no action {self.action!r}.")
-        if self.mutating and not self.status_tool:
-            raise RegistryError(f"{self.name}: a mutating tool names the status tool that tells completion.")
         if not self.description.strip():
             raise RegistryError(f"{self.name}: a tool needs a description written for agents.")
-        if self.query is not None:
-            if self.method == "get":
-                raise RegistryError(f"{self.name}: a GET tool's input is its query parameters; use input, not query.")
-            clash = self.query_arguments & (set(_writable_fields(self.input)) | set(self.path_params or {}))
-            if clash:
-                raise RegistryError(f"{self.name}: {', '.join(sorted(clash))} both in the query and elsewhere.")
+        if self.mutating and not self.status_tool:
+            raise RegistryError(f"{self.name}: a mutating tool names the status tool that tells completion.")
+        if self.read_only and (self.destructive or self.idempotent):
+            raise RegistryError(f"{self.name}: destructive and idempotent describe tools that change state.")
+
+    @property
+    def mutating(self) -> bool:
+        """Changes state: takes ``idempotency_key`` and is hidden in read-only mode."""
+        return not self.read_only
+
+    @cached_property
+    def contract(self) -> Contract:
+        """The REST call behind the tool, read from its route and view (once, on first use)."""
+        try:
+            contract = bind(self)
+        except (ContractError, RouteError) as exc:
+            raise RegistryError(f"{self.name}: {exc}") from exc
+        if contract.method == "get" and not self.read_only:
+            raise RegistryError(f"{self.name}: a GET only reads; declare read_only=True.")
+        return contract
+
+    @property
+    def path_params(self) -> dict[str, str]:
+        return self.contract.path_params
+
+    @cached_property
+    def input_schema(self) -> dict[str, Any]:
+        """The JSON Schema of the tool's arguments."""
+        schema = input_schema(self.contract, self._path_description)
+        if self.mutating:
+            schema["properties"][IDEMPOTENCY_ARGUMENT] = dict(_IDEMPOTENCY_SCHEMA)
+        return schema
+
+    @cached_property
+    def output_schema(self) -> dict[str, Any] | None:
+        """The JSON Schema of a successful answer (from the endpoint's response serializers)."""
+        return self.contract.output_schema()
 
     def _object_name(self) -> str:
         queryset = getattr(self.view, "queryset", None)
@@ -147,48 +142,6 @@ class Tool:
         if argument == "id":
             return f"The {self._object_name()}'s id."
         return f"The {self._object_name()}'s {argument.replace('_', ' ')}."
-
-    @property
-    def input_schema(self) -> dict[str, Any]:
-        """The JSON Schema of the tool's arguments (built once)."""
-        if not self._schema:
-            self._schema.update(self._build_schema())
-        return self._schema
-
-    def _build_schema(self) -> dict[str, Any]:
-        properties: dict[str, Any] = {}
-        required: list[str] = []
-        for argument in self.path_params or {}:
-            properties[argument] = {"type": "string", "description": self._path_description(argument)}
-            required.append(argument)
-        if self.input is not None:
-            body = serializer_schema(self.input(), partial=self.action == "partial_update")
-            properties.update(body["properties"])
-            required.extend(body.get("required", []))
-        if self.query is not None:
-            query = serializer_schema(self.query())
-            properties.update(query["properties"])
-            required.extend(query.get("required", []))
-        if self.is_list and issubclass(getattr(self.view, "pagination_class", None) or object, LimitOffsetPagination):
-            properties["limit"] = {"type": "integer", "minimum": 1, "description": "Page size."}
-            properties["offset"] = {"type": "integer", "minimum": 0, "description": "Items to skip."}
-        if self.mutating:
-            properties[IDEMPOTENCY_ARGUMENT] = {
-                "type": "string",
-                "maxLength": 200,
-                "description": "Optional. Reuse the same key when retrying this call after a timeout: the "
-                "first answer is returned again and nothing changes twice.",
-            }
-        schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
-        if required:
-            schema["required"] = required
-        return schema
-
-
-def _writable_fields(serializer: type[serializers.Serializer] | None) -> list[str]:
-    if serializer is None:
-        return []
-    return [name for name, field in serializer().fields.items() if not field.read_only]
 
 
 class Registry:
@@ -221,6 +174,17 @@ class Registry:
             status = self._tools.get(tool.status_tool)
             if status is None or status.mutating:
                 raise RegistryError(f"{tool.name}: status tool {tool.status_tool!r} is not a registered read tool.")
+
+    def bind(self) -> list[str]:
+        """Read every tool's REST call now; the problems found, one line per tool (none: all bound)."""
+        problems = []
+        for tool in self._tools.values():
+            try:
+                tool.input_schema  # noqa: B018 - binding reads the route and the view's annotations
+                tool.output_schema  # noqa: B018
+            except Exception as exc:  # noqa: BLE001 - each broken tool is reported, not only the first
+                problems.append(f"{tool.name}: {exc}")
+        return problems
 
     def __iter__(self) -> Iterator[Tool]:
         return iter(self._tools.values())

@@ -1,7 +1,11 @@
-"""JSON Schema for tool arguments, derived from the DRF serializers that validate them.
+"""JSON Schema of tool arguments and answers, derived from the DRF serializers of the REST call.
 
-Only the shape is described here (types, choices, lengths, required); the serializer stays the one
-validator, so a value the schema lets through still gets the REST endpoint's 400 when it is wrong.
+Arguments (``serializer_schema``): only the shape is described (types, choices, lengths,
+required); the serializer stays the one validator, so a value the schema lets through still gets
+the REST endpoint's 400 when it is wrong.
+
+Answers (``answer_schema``): what the response serializer renders — every readable field, always
+present, and possibly null (DRF renders a missing value as null whatever the field says).
 """
 
 from __future__ import annotations
@@ -86,3 +90,36 @@ def _bounded(schema: dict[str, Any], field: serializers.Field) -> dict[str, Any]
     if getattr(field, "max_value", None) is not None:
         schema["maximum"] = float(field.max_value) if schema["type"] == "number" else field.max_value
     return schema
+
+
+def answer_schema(serializer: serializers.BaseSerializer) -> dict[str, Any]:
+    """The schema of what ``serializer`` renders (a list of them for a ListSerializer)."""
+    if isinstance(serializer, serializers.ListSerializer):
+        return {"type": "array", "items": answer_schema(serializer.child)}
+    properties = {name: _answer_field(field) for name, field in serializer.fields.items() if not field.write_only}
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if properties:
+        schema["required"] = list(properties)
+    return schema
+
+
+# Fields whose rendered value the serializer does not describe: any JSON value.
+_ANY_VALUE = (serializers.SerializerMethodField, serializers.JSONField, serializers.ReadOnlyField)
+
+
+def _answer_field(field: serializers.Field) -> dict[str, Any]:
+    if isinstance(field, _ANY_VALUE):
+        schema: dict[str, Any] = {}
+    elif isinstance(field, serializers.BaseSerializer):
+        schema = answer_schema(field)
+    elif isinstance(field, serializers.ListField):
+        schema = {"type": "array", "items": _answer_field(field.child)}
+    elif isinstance(field, serializers.DictField):
+        schema = {"type": "object"}
+    elif isinstance(field, serializers.ChoiceField) and not isinstance(field, serializers.MultipleChoiceField):
+        schema = {"enum": [str(choice) for choice in field.choices] + ([""] if field.allow_blank else [])}
+    else:
+        schema = _type_schema(field)
+    if field.help_text:
+        schema["description"] = str(field.help_text)
+    return {"anyOf": [schema, {"type": "null"}]} if schema else schema

@@ -91,19 +91,21 @@ def build_server(
 
 
 def describe(tool: Tool) -> types.Tool:
-    """The MCP listing entry of a tool."""
+    """The MCP listing entry of a tool: its arguments, its answer and its annotations."""
     meta = {STATUS_TOOL_META_KEY: tool.status_tool} if tool.status_tool else None
     return types.Tool(
         name=tool.name,
         title=tool.title,
         description=tool.description,
         input_schema=tool.input_schema,
+        output_schema=tool.output_schema,
         annotations=types.ToolAnnotations(
             title=tool.title,
-            read_only_hint=not tool.mutating,
-            destructive_hint=tool.destructive if tool.mutating else None,
-            # Every call reaches our own control plane, not an open world of external systems.
-            open_world_hint=False,
+            read_only_hint=tool.read_only,
+            # MCP reads a missing destructiveHint as true: tools that change state always say.
+            destructive_hint=None if tool.read_only else tool.destructive,
+            idempotent_hint=None if tool.read_only else tool.idempotent,
+            open_world_hint=tool.open_world,
         ),
         meta=meta,
     )

@@ -7,7 +7,7 @@ these live here because the core (instantstart/) has no MCP knowledge of its own
 from __future__ import annotations
 
 from instantstart.operations.api import OperationViewSet
-from instantstart.operations.serializers import STATUS_TOOL, OperationFilterSerializer
+from instantstart.operations.serializers import STATUS_TOOL
 from instantstart.tenancy.api import WhoAmIView
 
 from .registry import Tool, register
@@ -27,7 +27,7 @@ register(
             "also retry and cancel operations and manage workloads; admins also manage clusters and the team."
         ),
         view=WhoAmIView,
-        method="get",
+        read_only=True,
     ),
     Tool(
         name="list_operations",
@@ -41,7 +41,7 @@ register(
         ),
         view=OperationViewSet,
         action="list",
-        input=OperationFilterSerializer,
+        read_only=True,
     ),
     Tool(
         name=STATUS_TOOL,
@@ -54,6 +54,7 @@ register(
         ),
         view=OperationViewSet,
         action="retrieve",
+        read_only=True,
     ),
     Tool(
         name="retry_operation",
@@ -66,7 +67,6 @@ register(
         ),
         view=OperationViewSet,
         action="retry",
-        method="post",
         status_tool=STATUS_TOOL,
     ),
     Tool(
@@ -80,8 +80,8 @@ register(
         ),
         view=OperationViewSet,
         action="cancel",
-        method="post",
         status_tool=STATUS_TOOL,
-        destructive=True,
+        destructive=True,  # it stops work part-way
+        idempotent=True,  # repeatable: a second cancel answers the same operation
     ),
 )

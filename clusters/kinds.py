@@ -6,7 +6,7 @@ from instantstart.operations.models import Operation, OperationStatus
 from instantstart.operations.registry import OperationKind, Step, register
 from instantstart.tenancy.roles import Role
 
-from .models import Cluster, ClusterStatus, InstanceGroup, Storage
+from .models import Cluster, ClusterStatus, InstanceGroup, InstanceGroupStatus, Storage, StorageStatus
 from .steps import (
     adopt,
     dependencies,
@@ -109,9 +109,23 @@ CLUSTER_RECONCILE = register(
 )
 
 
+def _attached(operation: Operation) -> None:
+    if operation.status == OperationStatus.FAILED:
+        Storage.objects.filter(pk=operation.target_id).update(status=StorageStatus.FAILED)
+
+
 def _detached(operation: Operation) -> None:
     if operation.status == OperationStatus.SUCCEEDED:
         Storage.objects.filter(pk=operation.target_id, managed=False).delete()
+    elif operation.status == OperationStatus.FAILED:
+        Storage.objects.filter(pk=operation.target_id).update(status=StorageStatus.FAILED)
+
+
+def _storage_busy(status: str):
+    def mark(operation: Operation) -> None:
+        Storage.objects.filter(pk=operation.target_id).update(status=status)
+
+    return mark
 
 
 STORAGE_ATTACH = register(
@@ -119,6 +133,8 @@ STORAGE_ATTACH = register(
         name="storage.attach",
         title="Attach storage",
         role=Role.ADMIN,
+        on_finish=_attached,
+        on_retry=_storage_busy(StorageStatus.ATTACHING),
         steps=(Step("mount", volumes.mount, title="Mount as a volume and claim"),),
     )
 )
@@ -129,6 +145,7 @@ STORAGE_DETACH = register(
         title="Detach storage",
         role=Role.ADMIN,
         on_finish=_detached,
+        on_retry=_storage_busy(StorageStatus.DETACHING),
         steps=(Step("unmount", volumes.unmount, title="Remove the volume and claim (data stays)"),),
     )
 )
@@ -136,7 +153,7 @@ STORAGE_DETACH = register(
 
 def _group_added(operation: Operation) -> None:
     if operation.status == OperationStatus.FAILED:
-        InstanceGroup.objects.filter(pk=operation.target_id).update(status="Failed")
+        InstanceGroup.objects.filter(pk=operation.target_id).update(status=InstanceGroupStatus.FAILED)
 
 
 def _group_deleted(operation: Operation) -> None:

@@ -10,6 +10,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 
 from instantstart.tenancy.models import Team
+from instantstart.tenancy.visibility import TeamOwnedQuerySet
 
 NAME_VALIDATOR = RegexValidator(
     r"^[a-z][a-z0-9-]{1,30}[a-z0-9]$",
@@ -32,9 +33,9 @@ class StorageChoice(models.TextChoices):
     NONE = "none", "No shared storage"
 
 
-class ClusterQuerySet(models.QuerySet):
-    def visible_to(self, access) -> ClusterQuerySet:
-        return self.filter(team=access.team).exclude(status=ClusterStatus.DELETED)
+class ClusterQuerySet(TeamOwnedQuerySet):
+    # A deleted cluster keeps its row (and its page) for history; lists and actions no longer see it.
+    hidden = models.Q(status=ClusterStatus.DELETED)
 
 
 class Cluster(models.Model):
@@ -75,7 +76,7 @@ class Cluster(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["team", "name"],
-                condition=~models.Q(status="deleted"),
+                condition=~models.Q(status=ClusterStatus.DELETED),
                 name="cluster_name_unique_per_team",
                 violation_error_message="A cluster with this name already exists in the team.",
             )
@@ -109,6 +110,31 @@ class DeepHealthCheck(models.TextChoices):
     INSTANCE_CONNECTIVITY = "InstanceConnectivity", "Instance connectivity (EFA, NCCL)"
 
 
+class InstanceGroupStatus(models.TextChoices):
+    """HyperPod's InstanceGroupStatus (botocore's sagemaker model), as the last read recorded it.
+
+    Blank until HyperPod reports the group (a group of a cluster whose create has not reached HyperPod).
+    """
+
+    IN_SERVICE = "InService", "In service"  # the group runs its target count; changes are accepted
+    CREATING = "Creating", "Creating"  # instances are launching (recorded by InstantStart at add, too)
+    UPDATING = "Updating", "Updating"  # an UpdateCluster (scale, change) is being applied
+    FAILED = "Failed", "Failed"  # HyperPod could not create or update the group; see the operation
+    DEGRADED = "Degraded", "Degraded"  # some instances failed; the group runs below its target
+    SYSTEM_UPDATING = "SystemUpdating", "System updating"  # HyperPod patches the instances' software
+    DELETING = "Deleting", "Deleting"  # being removed (recorded by InstantStart when the delete starts)
+
+    @classmethod
+    def settling(cls) -> frozenset[str]:
+        """States HyperPod leaves on its own: a page showing one keeps polling."""
+        return frozenset({cls.CREATING, cls.UPDATING, cls.SYSTEM_UPDATING, cls.DELETING})
+
+
+class InstanceGroupQuerySet(TeamOwnedQuerySet):
+    team_path = "cluster__team"
+    hidden = models.Q(cluster__status=ClusterStatus.DELETED)
+
+
 class InstanceGroup(models.Model):
     """A HyperPod instance group: one instance type, one capacity type, one subnet."""
 
@@ -129,7 +155,9 @@ class InstanceGroup(models.Model):
     ebs_volume_gb = models.PositiveIntegerField(default=500)
     availability_zone = models.CharField(max_length=32)
     subnet_id = models.CharField(max_length=32, blank=True)
-    status = models.CharField(max_length=32, blank=True)
+    status = models.CharField(max_length=32, choices=InstanceGroupStatus.choices, blank=True)
+
+    objects = InstanceGroupQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]
@@ -145,6 +173,11 @@ class InstanceGroup(models.Model):
         return f"{self.cluster.name}/{self.name}"
 
 
+class ComputeSubnetQuerySet(TeamOwnedQuerySet):
+    team_path = "cluster__team"
+    hidden = models.Q(cluster__status=ClusterStatus.DELETED)
+
+
 class ComputeSubnet(models.Model):
     """A /20 subnet for accelerator fleets in one zone of a cluster's VPC (from one allocator)."""
 
@@ -152,6 +185,8 @@ class ComputeSubnet(models.Model):
     availability_zone = models.CharField(max_length=32)
     cidr = models.CharField(max_length=18)
     subnet_id = models.CharField(max_length=32, blank=True)
+
+    objects = ComputeSubnetQuerySet.as_manager()
 
     class Meta:
         constraints = [
@@ -168,6 +203,22 @@ class StorageKind(models.TextChoices):
     FSX = "fsx", "FSx for Lustre"
 
 
+class StorageStatus(models.TextChoices):
+    """Where the storage's volume + claim are in the team namespace (the data itself is never touched)."""
+
+    ATTACHING = "attaching", "Attaching"  # storage.attach (or the create's storage phase) is mounting it
+    ATTACHED = "attached", "Attached"  # the PersistentVolume and claim exist: workloads can mount it
+    DETACHING = "detaching", "Detaching"  # storage.detach is removing the volume and claim
+    DETACHED = "detached", "Detached"  # unmounted (the cluster was deleted); the bucket or file system stays
+    FAILED = "failed", "Failed"  # the attach or detach failed; its operation says why, retry resumes it
+
+
+class StorageQuerySet(TeamOwnedQuerySet):
+    team_path = "cluster__team"
+    # Detached storage is no longer part of the cluster; a deleted cluster's storage goes with it.
+    hidden = models.Q(cluster__status=ClusterStatus.DELETED) | models.Q(status=StorageStatus.DETACHED)
+
+
 class Storage(models.Model):
     """Shared storage mounted into the cluster as a PersistentVolume + claim in the team namespace."""
 
@@ -179,8 +230,10 @@ class Storage(models.Model):
     file_system_id = models.CharField(max_length=32, blank=True)
     namespace = models.CharField(max_length=63, default="default")
     claim_name = models.CharField(max_length=63, blank=True)
-    status = models.CharField(max_length=16, default="attaching")
+    status = models.CharField(max_length=16, choices=StorageStatus.choices, default=StorageStatus.ATTACHING)
     managed = models.BooleanField(default=True, help_text="Created with the cluster (deleted with it).")
+
+    objects = StorageQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]

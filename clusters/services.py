@@ -1,21 +1,37 @@
-"""Every write to clusters. Views, viewsets and MCP tools call these; steps do the cloud work."""
+"""Every write to clusters, and every state rule the faces share.
+
+Viewsets, portal views and (through REST) MCP tools call these after their serializer validated
+the input. A rule that needs the actual cloud state reads it through ``readers/`` first (never
+inside a transaction); a refusal is a domain error (StateConflict, NotFound) that each face shows
+in its own way. Steps do the cloud writes.
+"""
 
 from __future__ import annotations
 
 from django.db import transaction
 
+from instantstart.errors import StateConflict
 from instantstart.operations.audit import record_audit
 from instantstart.operations.models import Operation
 from instantstart.operations.services import start_operation
 from instantstart.tenancy.access import Access
 
 from .manifests import team_namespace
-from .models import ActiveCluster, CapacityType, Cluster, ClusterStatus, InstanceGroup, Storage, StorageChoice
+from .models import (
+    ActiveCluster,
+    CapacityType,
+    Cluster,
+    ClusterStatus,
+    InstanceGroup,
+    InstanceGroupStatus,
+    Storage,
+    StorageChoice,
+    StorageStatus,
+)
+from .readers.nodes import actual_count, get_node, workloads_on
 from .selectors import running_operation
 
-
-class ClusterStateError(Exception):
-    """The cluster is not in a state that allows the change."""
+NODE_ACTIONS = ("reboot", "replace", "delete")
 
 
 def _replayed(access: Access, idempotency_key: str) -> Operation | None:
@@ -51,7 +67,7 @@ def create_cluster(*, access: Access, data: dict, idempotency_key: str = "") -> 
                 efa_only=group["efa_only"],
                 deep_health_checks=group.get("deep_health_checks", []),
                 availability_zone=group.get("availability_zone", data["availability_zone"]),
-                status="Creating",
+                status=InstanceGroupStatus.CREATING,
             )
         if data["storage"] != StorageChoice.NONE:
             Storage.objects.create(
@@ -88,13 +104,22 @@ def _summary(data: dict) -> dict:
     }
 
 
-def delete_cluster(*, access: Access, cluster: Cluster, force: bool = False, idempotency_key: str = "") -> Operation:
-    """Start `cluster.delete` (reverse teardown). Refused while another operation runs on the cluster."""
+def delete_cluster(
+    *, access: Access, cluster: Cluster, force: bool = False, idempotency_key: str = ""
+) -> Operation | None:
+    """Start `cluster.delete` (reverse teardown), or return the deletion already running.
+
+    Refused while another operation runs on the cluster, unless ``force`` (which asks that one to
+    cancel). An imported cluster is not torn down: it is forgotten, and None comes back.
+    """
+    if not cluster.managed:
+        forget_cluster(access=access, cluster=cluster)
+        return None
     running = running_operation(cluster)
     if running is not None and running.kind == "cluster.delete":
         return running
     if running is not None and not force:
-        raise ClusterStateError(
+        raise StateConflict(
             f"Operation {running.kind} ({running.pk}) is still running on this cluster: cancel it first, "
             "or delete with force=true."
         )
@@ -113,10 +138,15 @@ def delete_cluster(*, access: Access, cluster: Cluster, force: bool = False, ide
     return operation
 
 
-def change_zone(*, access: Access, cluster: Cluster, zone: str) -> Cluster:
-    """Move a failed cluster's non-training-plan instance groups to another zone, before a retry."""
+def change_zone(*, access: Access, cluster: Cluster, zone: str) -> bool:
+    """Move a failed cluster's non-training-plan instance groups to another zone, before a retry.
+
+    Explicit diff: the zone it already has changes nothing and answers False (on any status).
+    """
+    if zone == cluster.availability_zone:
+        return False
     if cluster.status != ClusterStatus.FAILED:
-        raise ClusterStateError("The zone can change only while the cluster's creation has failed.")
+        raise StateConflict("The zone can change only while the cluster's creation has failed.")
     with transaction.atomic():
         old = cluster.availability_zone
         cluster.availability_zone = zone
@@ -125,7 +155,7 @@ def change_zone(*, access: Access, cluster: Cluster, zone: str) -> Cluster:
             availability_zone=zone, subnet_id=""
         )
         record_audit(access=access, action="cluster.change_zone", target=cluster, summary={"from": old, "to": zone})
-    return cluster
+    return True
 
 
 def set_active_cluster(*, access: Access, cluster: Cluster) -> Cluster:
@@ -177,7 +207,7 @@ def reconcile_cluster(*, access: Access, cluster: Cluster, idempotency_key: str 
     """Record the actual state and put back what went missing (`cluster.reconcile`)."""
     running = running_operation(cluster)
     if running is not None:
-        raise ClusterStateError(f"Operation {running.kind} ({running.pk}) is still running on this cluster.")
+        raise StateConflict(f"Operation {running.kind} ({running.pk}) is still running on this cluster.")
     operation, _ = start_operation(
         access=access,
         kind="cluster.reconcile",
@@ -206,7 +236,7 @@ def attach_storage(
             namespace=team_namespace(cluster),
             claim_name=data["name"],
             managed=False,
-            status="attaching",
+            status=StorageStatus.ATTACHING,
         )
         operation, _ = start_operation(
             access=access,
@@ -222,7 +252,7 @@ def attach_storage(
 def detach_storage(*, access: Access, storage: Storage, idempotency_key: str = "") -> Operation:
     """Unmount storage from the cluster (`storage.detach`); the bucket or file system and its data stay."""
     with transaction.atomic():
-        Storage.objects.filter(pk=storage.pk).update(status="detaching")
+        Storage.objects.filter(pk=storage.pk).update(status=StorageStatus.DETACHING)
         operation, _ = start_operation(
             access=access,
             kind="storage.detach",
@@ -241,7 +271,7 @@ def add_instance_group(
     replayed = _replayed(access, idempotency_key)
     if replayed is not None:
         return InstanceGroup.objects.get(pk=replayed.target_id), replayed
-    _require_active(cluster)
+    require_hyperpod(cluster)
     with transaction.atomic():
         group = InstanceGroup.objects.create(
             cluster=cluster,
@@ -259,7 +289,7 @@ def add_instance_group(
             ],
             ebs_volume_gb=data.get("ebs_volume_gb", 500),
             availability_zone=data["availability_zone"],
-            status="Creating",
+            status=InstanceGroupStatus.CREATING,
         )
         operation, _ = start_operation(
             access=access,
@@ -278,21 +308,31 @@ def add_instance_group(
     return group, operation
 
 
-def _require_active(cluster: Cluster) -> None:
-    if cluster.status not in (ClusterStatus.ACTIVE,):
-        raise ClusterStateError(f"The cluster is {cluster.status}; instance groups change only on an active cluster.")
+def require_hyperpod(cluster: Cluster) -> None:
+    """Instance groups and nodes change only on an active cluster whose HyperPod cluster is recorded."""
+    if cluster.status != ClusterStatus.ACTIVE:
+        raise StateConflict(
+            f"The cluster is {cluster.status}: instance groups and nodes change only once it is active."
+        )
+    if not cluster.hyperpod_cluster_name:
+        raise StateConflict("The cluster has no HyperPod cluster recorded: reconcile it first.")
 
 
 def scale_instance_group(
-    *, access: Access, group: InstanceGroup, actual_count: int, changes: dict, idempotency_key: str = ""
-) -> Operation | None:
-    """Explicit diff: None (nothing to do) when the actual group already matches, else `instance_group.scale`."""
-    wanted = changes.get("count", actual_count)
-    if wanted == actual_count and changes.get("min_count", group.min_count) == group.min_count:
-        if group.count != actual_count:
-            InstanceGroup.objects.filter(pk=group.pk).update(count=actual_count)  # record what is true
-        return None
-    _require_active(group.cluster)
+    *, access: Access, group: InstanceGroup, changes: dict, idempotency_key: str = ""
+) -> tuple[Operation | None, int]:
+    """Explicit diff against the count HyperPod actually has (read now, not what InstantStart recorded).
+
+    Returns (None, actual) when the group already matches — nothing starts — else
+    (`instance_group.scale`, actual).
+    """
+    require_hyperpod(group.cluster)
+    actual = actual_count(group.cluster, group)
+    wanted = changes.get("count", actual)
+    if wanted == actual and changes.get("min_count", group.min_count) == group.min_count:
+        if group.count != actual:
+            InstanceGroup.objects.filter(pk=group.pk).update(count=actual)  # record what is true
+        return None, actual
     operation, _ = start_operation(
         access=access,
         kind="instance_group.scale",
@@ -300,16 +340,29 @@ def scale_instance_group(
         idempotency_key=idempotency_key,
         params={"count": wanted, **({"min_count": changes["min_count"]} if "min_count" in changes else {})},
         audit_action="instance_group.scale",
-        audit_summary={"cluster": group.cluster.name, "group": group.name, "from": actual_count, "to": wanted},
+        audit_summary={"cluster": group.cluster.name, "group": group.name, "from": actual, "to": wanted},
     )
-    return operation
+    return operation, actual
 
 
-def delete_instance_group(*, access: Access, group: InstanceGroup, idempotency_key: str = "") -> Operation:
-    """Start `instance_group.delete`; the group's compute subnet stays for later groups in that zone."""
-    _require_active(group.cluster)
+def delete_instance_group(
+    *, access: Access, group: InstanceGroup, force: bool = False, idempotency_key: str = ""
+) -> Operation:
+    """Start `instance_group.delete`; the group's compute subnet stays for later groups in that zone.
+
+    Refused while workloads run on the group's nodes (read from Kubernetes now), unless ``force``.
+    """
+    require_hyperpod(group.cluster)
+    if not force:
+        busy = workloads_on(group.cluster, group)
+        if busy:
+            raise StateConflict(
+                f"Workloads run on {group.name}: {', '.join(busy[:5])}"
+                + (f" and {len(busy) - 5} more" if len(busy) > 5 else "")
+                + "; stop them first, or delete with force=true."
+            )
     with transaction.atomic():
-        InstanceGroup.objects.filter(pk=group.pk).update(status="Deleting")
+        InstanceGroup.objects.filter(pk=group.pk).update(status=InstanceGroupStatus.DELETING)
         operation, _ = start_operation(
             access=access,
             kind="instance_group.delete",
@@ -321,15 +374,19 @@ def delete_instance_group(*, access: Access, group: InstanceGroup, idempotency_k
     return operation
 
 
-def node_action(*, access: Access, cluster: Cluster, node: dict, action: str, idempotency_key: str = "") -> Operation:
-    """Reboot, replace or delete one node through HyperPod (`node.<action>`)."""
+def node_action(*, access: Access, cluster: Cluster, node: str, action: str, idempotency_key: str = "") -> Operation:
+    """Reboot, replace or delete one node (by instance id or node name) through HyperPod (`node.<action>`)."""
+    if action not in NODE_ACTIONS:
+        raise ValueError(f"unknown node action {action!r}")
+    require_hyperpod(cluster)
+    found = get_node(cluster, node)
     operation, _ = start_operation(
         access=access,
         kind=f"node.{action}",
         target=cluster,
         idempotency_key=idempotency_key,
-        params={"action": action, "instance_id": node["instance_id"], "instance_group": node["instance_group"]},
+        params={"action": action, "instance_id": found["instance_id"], "instance_group": found["instance_group"]},
         audit_action=f"node.{action}",
-        audit_summary={"cluster": cluster.name, "node": node["name"], "instance_group": node["instance_group"]},
+        audit_summary={"cluster": cluster.name, "node": found["name"], "instance_group": found["instance_group"]},
     )
     return operation

@@ -1,50 +1,22 @@
 """MCP tools of the clusters app: each one is a clusters REST endpoint (same auth, scoping, errors).
 
-Discovered at startup by agent_tools (see agent_tools/registry.py). Descriptions are written for an
-agent: what the tool does, when to call it, its inputs in decision-level terms, what comes back and
-what to call next. Mutating tools take ``idempotency_key`` and name their status tool.
+Discovered at startup by agent_tools (see agent_tools/registry.py). A tool declares only what a
+person must say: its name, a description written for an agent (what it does, when to call it, its
+inputs in decision-level terms, what comes back and what to call next), its MCP annotations and,
+when it changes state, its status tool. Method, path parameters, arguments and the answer's schema
+are read from the REST route and the view's ``extend_schema``.
 """
 
 from __future__ import annotations
 
-from rest_framework import serializers
-
 from agent_tools.registry import Tool, register
 from instantstart.operations.serializers import STATUS_TOOL
 
-from .api import CatalogViewSet, ClusterViewSet, PreflightView, RegionQuerySerializer, StorageViewSet
-from .group_api import ClusterDiagnosisViewSet, InstanceGroupViewSet, NodeQuerySerializer, NodeViewSet
-from .group_serializers import InstanceGroupAddSerializer, InstanceGroupUpdateSerializer
-from .serializers import ClusterCreateSerializer, ClusterImportSerializer, StorageAttachSerializer
-
-
-class ClusterDeleteQuerySerializer(serializers.Serializer):
-    """The query parameters of DELETE /api/v1/clusters/{id}/ (described for the tool's schema)."""
-
-    force = serializers.BooleanField(
-        required=False,
-        default=False,
-        help_text="Delete even while another operation (a create, an update) runs on the cluster: that "
-        "operation is asked to cancel. Leave false unless the user asked to force.",
-    )
-
-
-class GroupDeleteQuerySerializer(serializers.Serializer):
-    """The query parameters of DELETE /api/v1/clusters/{cluster_pk}/instance-groups/{name}/."""
-
-    force = serializers.BooleanField(
-        required=False,
-        default=False,
-        help_text="Delete even while workloads run on the group's nodes (they are stopped with the nodes). "
-        "Leave false unless the user asked to force.",
-    )
-
-
-class RegionOnlyQuerySerializer(RegionQuerySerializer):
-    """The query of GET /api/v1/clusters/importable/: a region (the endpoint validates it)."""
-
-    availability_zone = None
-
+from .api.catalog import CatalogViewSet, PreflightView
+from .api.clusters import ClusterViewSet
+from .api.groups import InstanceGroupViewSet
+from .api.nodes import ClusterDiagnosisViewSet, NodeViewSet
+from .api.storage import StorageViewSet
 
 _CLUSTER_SHAPE = (
     "A cluster is {id, name, region, availability_zone, kubernetes_version, storage, status "
@@ -80,6 +52,7 @@ register(
         ),
         view=ClusterViewSet,
         action="list",
+        read_only=True,
     ),
     Tool(
         name="get_cluster",
@@ -96,6 +69,7 @@ register(
         ),
         view=ClusterViewSet,
         action="retrieve",
+        read_only=True,
     ),
     Tool(
         name="create_cluster",
@@ -116,8 +90,6 @@ register(
         ),
         view=ClusterViewSet,
         action="create",
-        method="post",
-        input=ClusterCreateSerializer,
         status_tool=STATUS_TOOL,
     ),
     Tool(
@@ -138,10 +110,9 @@ register(
         ),
         view=ClusterViewSet,
         action="destroy",
-        method="delete",
-        query=ClusterDeleteQuerySerializer,
         status_tool=STATUS_TOOL,
         destructive=True,
+        idempotent=True,  # a repeat answers the deletion already running
     ),
     Tool(
         name="set_active_cluster",
@@ -154,8 +125,8 @@ register(
         ),
         view=ClusterViewSet,
         action="activate",
-        method="post",
         status_tool="get_cluster",
+        idempotent=True,  # choosing the same cluster again changes nothing
     ),
     Tool(
         name="list_availability_zones",
@@ -167,7 +138,7 @@ register(
         ),
         view=CatalogViewSet,
         action="availability_zones",
-        input=RegionQuerySerializer,
+        read_only=True,
     ),
     Tool(
         name="list_instance_types",
@@ -182,7 +153,7 @@ register(
         ),
         view=CatalogViewSet,
         action="instance_types",
-        input=RegionQuerySerializer,
+        read_only=True,
     ),
     Tool(
         name="list_training_plans",
@@ -198,7 +169,7 @@ register(
         ),
         view=CatalogViewSet,
         action="training_plans",
-        input=RegionQuerySerializer,
+        read_only=True,
     ),
     Tool(
         name="preflight_cluster",
@@ -212,9 +183,7 @@ register(
             "otherwise fix what the failing checks' messages name (another zone, type or count)."
         ),
         view=PreflightView,
-        method="post",
-        input=ClusterCreateSerializer,
-        mutating=False,
+        read_only=True,
     ),
 )
 
@@ -233,7 +202,7 @@ register(
         ),
         view=ClusterViewSet,
         action="importable",
-        input=RegionOnlyQuerySerializer,
+        read_only=True,
     ),
     Tool(
         name="import_cluster",
@@ -248,8 +217,6 @@ register(
         ),
         view=ClusterViewSet,
         action="import_cluster",
-        method="post",
-        input=ClusterImportSerializer,
         status_tool=STATUS_TOOL,
     ),
     Tool(
@@ -267,7 +234,7 @@ register(
         ),
         view=StorageViewSet,
         action="list",
-        path_params={"cluster_id": "cluster_pk"},
+        read_only=True,
     ),
     Tool(
         name="attach_storage",
@@ -285,9 +252,6 @@ register(
         ),
         view=StorageViewSet,
         action="create",
-        method="post",
-        input=StorageAttachSerializer,
-        path_params={"cluster_id": "cluster_pk"},
         status_tool=STATUS_TOOL,
     ),
     Tool(
@@ -304,8 +268,6 @@ register(
         ),
         view=StorageViewSet,
         action="destroy",
-        method="delete",
-        path_params={"cluster_id": "cluster_pk", "storage_id": "pk"},
         status_tool=STATUS_TOOL,
         destructive=True,
     ),
@@ -324,6 +286,7 @@ register(
         ),
         view=ClusterViewSet,
         action="drift",
+        read_only=True,
     ),
     Tool(
         name="reconcile_cluster",
@@ -337,7 +300,6 @@ register(
         ),
         view=ClusterViewSet,
         action="reconcile",
-        method="post",
         status_tool=STATUS_TOOL,
     ),
 )
@@ -362,10 +324,13 @@ _NODE_ARGS = (
     "hyperpod-i-…, both from list_nodes). "
 )
 _NO_HYPERPOD = "A cluster without a HyperPod cluster yet (still creating) is a conflict error."
+_NOT_READY = (
+    "A cluster that is not active, or whose HyperPod cluster is not recorded yet, is a conflict error saying which."
+)
 _NODE_ACTION = (
     "Needs the admin role. Destructive: only on the user's explicit request, after diagnose_node. "
     + _NODE_ARGS
-    + _NO_HYPERPOD
+    + _NOT_READY
     + " "
     + _OPERATION_ACCEPTED
     + " "
@@ -392,7 +357,7 @@ register(
         ),
         view=InstanceGroupViewSet,
         action="list",
-        path_params={"cluster_id": "cluster_pk"},
+        read_only=True,
     ),
     Tool(
         name="add_instance_group",
@@ -417,9 +382,6 @@ register(
         ),
         view=InstanceGroupViewSet,
         action="create",
-        method="post",
-        input=InstanceGroupAddSerializer,
-        path_params={"cluster_id": "cluster_pk"},
         status_tool=STATUS_TOOL,
     ),
     Tool(
@@ -440,10 +402,8 @@ register(
         ),
         view=InstanceGroupViewSet,
         action="partial_update",
-        method="patch",
-        input=InstanceGroupUpdateSerializer,
-        path_params={"cluster_id": "cluster_pk", "name": "name"},
         status_tool=STATUS_TOOL,
+        idempotent=True,  # explicit diff: the count HyperPod already has starts nothing
     ),
     Tool(
         name="delete_instance_group",
@@ -457,9 +417,6 @@ register(
         ),
         view=InstanceGroupViewSet,
         action="destroy",
-        method="delete",
-        query=GroupDeleteQuerySerializer,
-        path_params={"cluster_id": "cluster_pk", "name": "name"},
         status_tool=STATUS_TOOL,
         destructive=True,
     ),
@@ -476,8 +433,7 @@ register(
         ),
         view=NodeViewSet,
         action="list",
-        input=NodeQuerySerializer,
-        path_params={"cluster_id": "cluster_pk"},
+        read_only=True,
     ),
     Tool(
         name="diagnose_node",
@@ -490,11 +446,12 @@ register(
             "[{action, why, tool}], workloads_on_node}. suggested_actions are in escalation order: investigate "
             "(read the events and pod logs), then reboot (tool reboot_node), then replace (tool replace_node) when "
             "the fault survives a reboot or the deep health check failed. Present them to the user: reboot and "
-            "replace change state, so call them only when the user agrees. " + _NO_HYPERPOD + " " + _NODE_NOT_FOUND
+            "replace change state, so call them only when the user agrees. " + _NODE_NOT_FOUND + " So is any node of a "
+            "cluster that has no HyperPod cluster yet."
         ),
         view=NodeViewSet,
         action="diagnosis",
-        path_params={"cluster_id": "cluster_pk", "node": "node"},
+        read_only=True,
     ),
     Tool(
         name="diagnose_cluster",
@@ -511,7 +468,7 @@ register(
         ),
         view=ClusterDiagnosisViewSet,
         action="list",
-        path_params={"cluster_id": "cluster_pk"},
+        read_only=True,
     ),
     Tool(
         name="reboot_node",
@@ -524,8 +481,6 @@ register(
         ),
         view=NodeViewSet,
         action="reboot",
-        method="post",
-        path_params={"cluster_id": "cluster_pk", "node": "node"},
         status_tool=STATUS_TOOL,
         destructive=True,
     ),
@@ -540,8 +495,6 @@ register(
         ),
         view=NodeViewSet,
         action="replace",
-        method="post",
-        path_params={"cluster_id": "cluster_pk", "node": "node"},
         status_tool=STATUS_TOOL,
         destructive=True,
     ),
@@ -555,8 +508,6 @@ register(
         ),
         view=NodeViewSet,
         action="delete_node",
-        method="post",
-        path_params={"cluster_id": "cluster_pk", "node": "node"},
         status_tool=STATUS_TOOL,
         destructive=True,
     ),

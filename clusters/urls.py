@@ -3,8 +3,11 @@
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from .api import CatalogViewSet, ClusterViewSet, PreflightView, StorageViewSet
-from .group_api import ClusterDiagnosisViewSet, InstanceGroupViewSet, NodeViewSet
+from .api.catalog import CatalogViewSet, PreflightView
+from .api.clusters import ClusterViewSet
+from .api.groups import InstanceGroupViewSet
+from .api.nodes import ClusterDiagnosisViewSet, NodeViewSet
+from .api.storage import StorageViewSet
 
 router = SimpleRouter(trailing_slash=True)
 router.register("clusters", ClusterViewSet, basename="cluster")

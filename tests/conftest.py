@@ -1,5 +1,8 @@
 """Shared fixtures: three standing users per team (admin, member, viewer), an outsider team,
-token-authenticated API clients, and a real Celery worker process."""
+token-authenticated API clients, portal clients, a real Celery worker process and the sandbox.
+
+Rows come from tests/factories.py; helpers test modules import (clients, wait_until) live in
+tests/support.py."""
 
 from __future__ import annotations
 
@@ -14,43 +17,23 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.test import Client
 from rest_framework.test import APIClient
 
-from instantstart.tenancy.models import Membership, Team
+from instantstart.tenancy.models import Team
 from instantstart.tenancy.roles import Role
-from instantstart.tenancy.services import create_token, system_access
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def make_member(team: Team, username: str, role: str):
-    user = get_user_model().objects.create_user(username=username, password="pw-" + username + "-123")
-    Membership.objects.create(team=team, user=user, role=role)
-    return user
-
-
-def token_for(team: Team, user, role: str) -> str:
-    _, raw = create_token(access=system_access(team, user), user=user, name=f"{user.username}-token", role=role)
-    return raw
-
-
-def client_with(token: str | None) -> APIClient:
-    client = APIClient()
-    if token:
-        client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-    return client
+from tests.factories import TeamFactory
+from tests.support import ROOT, client_with, logged_in, make_member, token_for, wait_until  # noqa: F401
 
 
 @pytest.fixture
 def team(db) -> Team:
-    return Team.objects.create(slug="acme", name="Acme ML")
+    return TeamFactory(slug="acme", name="Acme ML")
 
 
 @pytest.fixture
 def other_team(db) -> Team:
-    return Team.objects.create(slug="globex", name="Globex")
+    return TeamFactory(slug="globex", name="Globex")
 
 
 @pytest.fixture
@@ -141,13 +124,6 @@ def viewer_mcp(viewer_token):
 
 
 # --- portal clients -------------------------------------------------------------------------
-
-
-def logged_in(user) -> Client:
-    """A test client with the user's session, as after the login form."""
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture
@@ -334,14 +310,3 @@ def sandbox(sandbox_server, settings):
     forget_credentials()
     yield sandbox_server
     sandbox_server.faults.clear() if hasattr(sandbox_server.faults, "clear") else None
-
-
-def wait_until(predicate, timeout: float = 30.0, interval: float = 0.1, message: str = "condition"):
-    """Poll ``predicate`` until it returns a truthy value; fail the test after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {message}")

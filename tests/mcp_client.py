@@ -51,3 +51,9 @@ class MCP:
 def body(result) -> Any:
     """The JSON a tool answered with (its text content, which is the REST body)."""
     return json.loads(result.content[0].text)
+
+
+def assert_same(result, response) -> None:
+    """The tool result and the REST response carry the same JSON and the same success."""
+    assert result.is_error == (response.status_code >= 300), body(result)
+    assert body(result) == response.json()

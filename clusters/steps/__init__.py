@@ -1,1 +1,4 @@
-"""The phases of cluster operations: the only code of this app that calls AWS and Kubernetes."""
+"""The phases of cluster operations: the only code of this app that WRITES to AWS and Kubernetes.
+
+Reads that faces need outside operations live in ``readers/``; steps may use them too.
+"""

@@ -7,10 +7,11 @@ from instantstart.operations.context import StepContext
 from instantstart.operations.results import Done, Fail
 
 from ..manifests import base_manifests
-from ..models import CapacityType, Cluster, InstanceGroup
+from ..models import CapacityType, Cluster, InstanceGroup, StorageKind, StorageStatus
+from ..readers.importable import hyperpod_clusters_by_eks_arn
+from ..readers.nodes import node_summary
 from .base import cloud_of, cluster_of
 from .storage import volume_manifests
-from .verify import node_summary
 
 
 def _subnet_zones(ec2, subnet_ids: list[str]) -> dict[str, str]:
@@ -33,8 +34,6 @@ def read_cloud(ctx: StepContext):
             code="EksClusterMissing",
         )
     vpc_config = described.get("resourcesVpcConfig") or {}
-    from ..adoption import hyperpod_clusters_by_eks_arn
-
     hyperpod = hyperpod_clusters_by_eks_arn(cloud, cluster.region).get(described["arn"])
     ec2 = cloud.client("ec2")
     groups = (hyperpod or {}).get("InstanceGroups", [])
@@ -70,7 +69,7 @@ def read_cloud(ctx: StepContext):
                 "deep_health_checks": group.get("OnStartDeepHealthChecks", []),
                 "availability_zone": zones.get(subnet, cluster.availability_zone),
                 "subnet_id": subnet,
-                "status": group.get("Status", ""),
+                "status": group.get("Status", ""),  # HyperPod's InstanceGroupStatus, as it reports it
             },
         )
         recorded.append(group["InstanceGroupName"])
@@ -113,9 +112,9 @@ def reapply_manifests(ctx: StepContext):
     for manifest in base_manifests(cluster):
         apply(api, manifest)
         applied += 1
-    for storage in cluster.storages.filter(status="attached"):
+    for storage in cluster.storages.filter(status=StorageStatus.ATTACHED):
         fsx = None
-        if storage.kind == "fsx":
+        if storage.kind == StorageKind.FSX:
             fsx = (
                 cloud_of(cluster)
                 .client("fsx")

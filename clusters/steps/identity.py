@@ -7,7 +7,7 @@ import json
 from instantstart.operations.context import StepContext
 from instantstart.operations.results import Done
 
-from ..lifecycle import LIFECYCLE_SCRIPTS
+from ..lifecycle_scripts import LIFECYCLE_SCRIPTS
 from ..models import Cluster
 from .base import cloud_of, cluster_of
 

@@ -7,8 +7,8 @@ from django.db import transaction
 from instantstart.operations.context import StepContext
 from instantstart.operations.results import Done, Wait
 
+from ..addressing import allocate_subnet, base_subnets
 from ..models import Cluster, ComputeSubnet
-from ..network import allocate_subnet, base_subnets
 from .base import client_token, cloud_of, cluster_of, ensure, owned_filter, owned_nat_gateways, tag_specs
 
 NAT_POLL_SECONDS = 15

@@ -6,8 +6,7 @@ from __future__ import annotations
 from instantstart.operations.context import StepContext
 from instantstart.operations.results import Done, Fail, Wait
 
-from ..nodes import find_node
-from ..verify_nodes import group_settled
+from ..readers.nodes import find_node, group_settled
 from .base import cloud_of, cluster_of
 
 POLL_SECONDS = 15

@@ -5,7 +5,7 @@ from __future__ import annotations
 from instantstart.operations.context import StepContext
 from instantstart.operations.results import Done, Fail
 
-from ..preflight import run_preflight
+from ..readers.preflight import run_preflight
 from .base import cluster_of
 from .eks import eks_name
 

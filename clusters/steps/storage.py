@@ -8,7 +8,7 @@ from instantstart.operations.context import StepContext
 from instantstart.operations.results import Done, Fail, Wait
 
 from ..manifests import MANAGED_LABELS
-from ..models import Cluster, Storage, StorageKind
+from ..models import Cluster, Storage, StorageKind, StorageStatus
 from .base import client_token, cloud_of, cluster_of
 
 POLL_SECONDS = 30
@@ -125,6 +125,6 @@ def run(ctx: StepContext):
         api = api_client(cloud, cluster.eks_cluster_name)
         for manifest in volume_manifests(storage, cluster.region, fsx_description):
             apply(api, manifest)
-        Storage.objects.filter(pk=storage.pk).update(status="attached")
+        Storage.objects.filter(pk=storage.pk).update(status=StorageStatus.ATTACHED)
     names = ", ".join(f"{s.name} ({s.kind}) as {s.namespace}/{s.claim_name}" for s in storages)
     return Done(f"shared storage mounted: {names}")

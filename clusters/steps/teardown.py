@@ -10,7 +10,7 @@ from instantstart.cloud.kube import api_client, delete
 from instantstart.operations.context import StepContext
 from instantstart.operations.results import Done, Wait
 
-from ..models import Cluster, StorageKind
+from ..models import Cluster, StorageKind, StorageStatus
 from .base import cloud_of, cluster_of, owned_filter, owned_nat_gateways
 from .eks import eks_name
 from .hyperpod import hyperpod_name
@@ -70,7 +70,7 @@ def storage(ctx: StepContext):
             _empty_and_delete_bucket(cloud.client("s3"), item.bucket or shared_bucket(cluster, cloud.account_id))
     if waiting:
         return Wait(POLL_SECONDS, f"deleting FSx file systems {', '.join(waiting)}")
-    cluster.storages.update(status="detached")
+    cluster.storages.update(status=StorageStatus.DETACHED)
     return Done("shared storage removed")
 
 

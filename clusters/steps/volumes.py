@@ -6,7 +6,7 @@ from instantstart.cloud.kube import api_client, apply, delete
 from instantstart.operations.context import StepContext
 from instantstart.operations.results import Done, Fail
 
-from ..models import Storage, StorageKind
+from ..models import Storage, StorageKind, StorageStatus
 from .base import cloud_of
 from .storage import volume_manifests
 
@@ -31,7 +31,7 @@ def mount(ctx: StepContext):
     api = api_client(cloud, cluster.eks_cluster_name)
     for manifest in volume_manifests(storage, cluster.region, fsx):
         apply(api, manifest)
-    Storage.objects.filter(pk=storage.pk).update(status="attached")
+    Storage.objects.filter(pk=storage.pk).update(status=StorageStatus.ATTACHED)
     return Done(f"mounted as {storage.namespace}/{storage.claim_name}")
 
 
@@ -41,5 +41,5 @@ def unmount(ctx: StepContext):
     api = api_client(cloud_of(cluster), cluster.eks_cluster_name)
     delete(api, "v1", "PersistentVolumeClaim", storage.claim_name, storage.namespace)
     delete(api, "v1", "PersistentVolume", f"{storage.namespace}-{storage.name}")
-    Storage.objects.filter(pk=storage.pk).update(status="detached")
+    Storage.objects.filter(pk=storage.pk).update(status=StorageStatus.DETACHED)
     return Done(f"unmounted {storage.namespace}/{storage.claim_name}; the data stays")

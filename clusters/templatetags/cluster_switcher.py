@@ -21,5 +21,5 @@ def active_cluster_switcher(context) -> dict:
         "request": request,
         "csrf_token": context.get("csrf_token"),
         "clusters": list(Cluster.objects.visible_to(access).only("id", "name", "status")),
-        "active": active_cluster(request.user, access.team),
+        "active": active_cluster(access),
     }

@@ -1,21 +1,20 @@
 """One error shape for every REST answer (and, through the MCP server, every tool error).
 
-{"error": {"code": "invalid", "message": "…", "fields": {"name": ["…"]}}}
+{"error": {"code": "invalid", "message": "…", "fields": {"name": ["…"]}, "hint": "…"}}
+
+``fields`` comes with validation errors, ``hint`` with domain errors that say what to do. Domain
+errors (``instantstart.errors``) are mapped here and nowhere else: a viewset lets them propagate.
 """
 
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404
-from rest_framework import exceptions, status
+from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-
-class Conflict(exceptions.APIException):
-    status_code = status.HTTP_409_CONFLICT
-    default_detail = "The request conflicts with the current state."
-    default_code = "conflict"
+from instantstart.errors import DomainError, cloud_error
 
 
 def _flatten_message(detail) -> str:
@@ -29,21 +28,31 @@ def _flatten_message(detail) -> str:
     return str(detail)
 
 
-def error_body(code: str, message: str, fields: dict | None = None) -> dict:
+def error_body(code: str, message: str, fields: dict | None = None, hint: str = "") -> dict:
     body: dict = {"error": {"code": code, "message": message}}
     if fields:
         body["error"]["fields"] = fields
+    if hint:
+        body["error"]["hint"] = hint
     return body
 
 
+def domain_error_response(exc: DomainError) -> Response:
+    return Response(error_body(exc.code, exc.message, hint=exc.hint), status=exc.status)
+
+
 def exception_handler(exc, context):
+    if isinstance(exc, DomainError):  # before Http404: NotFound is one, and carries its own message
+        return domain_error_response(exc)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied()
     response = drf_exception_handler(exc, context)
     if response is None:
-        return None
+        # A cloud error no reader classified still gets its answer; anything else is a bug (500).
+        error = cloud_error(exc)
+        return domain_error_response(error) if error is not None else None
     if isinstance(exc, exceptions.ValidationError):
         detail = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
         response.data = error_body("invalid", _flatten_message(detail), detail)
@@ -52,7 +61,3 @@ def exception_handler(exc, context):
         code = codes if isinstance(codes, str) else "error"
         response.data = error_body(code, _flatten_message(getattr(exc, "detail", str(exc))))
     return response
-
-
-def not_found_response() -> Response:
-    return Response(error_body("not_found", "Not found."), status=status.HTTP_404_NOT_FOUND)

@@ -12,10 +12,9 @@ from django.db import IntegrityError, transaction
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
+from instantstart.errors import StateConflict
 from instantstart.operations.audit import scrub
 from instantstart.operations.models import IdempotencyRecord
-
-from .errors import Conflict
 
 HEADER = "Idempotency-Key"
 MAX_KEY_LENGTH = 200
@@ -33,7 +32,7 @@ class KeyReused(exceptions.APIException):
 
 
 def reserve(request, team) -> IdempotencyRecord | None:
-    """Reserve the request's key, or raise Replay / Conflict / KeyReused. None without a key."""
+    """Reserve the request's key, or raise Replay / StateConflict / KeyReused. None without a key."""
     key = request.headers.get(HEADER, "").strip()
     if not key or request.method in SAFE:
         return None
@@ -47,7 +46,7 @@ def reserve(request, team) -> IdempotencyRecord | None:
     if (record.method, record.path) != (request.method, request.path):
         raise KeyReused(f"This Idempotency-Key was already used for {record.method} {record.path}.")
     if record.status_code is None:
-        raise Conflict("A request with this Idempotency-Key is still being processed.")
+        raise StateConflict("A request with this Idempotency-Key is still being processed.")
     raise Replay(record)
 
 

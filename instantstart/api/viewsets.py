@@ -10,14 +10,15 @@ from . import idempotency
 
 
 class TeamScopedMixin:
-    """Scopes `queryset` to the caller's team and handles Idempotency-Key on writes.
+    """Scopes `queryset` to what the caller sees and handles Idempotency-Key on writes.
 
-    Subclasses set `queryset`, `serializer_class` and, where a write needs more than the member
-    role, `action_roles = {"create": Role.ADMIN}`. Fields named in `idempotency_redact` are left
-    out of the stored answer (e.g. a token shown once).
+    Subclasses set `queryset` (of a model whose queryset has `visible_to`, the one gate),
+    `serializer_class` and, where a write needs more than the member role,
+    `action_roles = {"create": Role.ADMIN}`. Fields named in `idempotency_redact` are left out of
+    the stored answer (e.g. a token shown once). Domain errors raised by services propagate: the
+    exception handler (instantstart.api.errors) answers them.
     """
 
-    team_field = "team"
     idempotency_redact: tuple[str, ...] = ()
 
     @property
@@ -30,7 +31,7 @@ class TeamScopedMixin:
         return record.key if record is not None else ""
 
     def get_queryset(self):
-        return super().get_queryset().filter(**{self.team_field: self.access.team})
+        return super().get_queryset().visible_to(self.access)
 
     def initial(self, request, *args, **kwargs):
         self._idempotency_record = None

@@ -41,6 +41,10 @@ class Classified:
 
 def classify(exc: BaseException) -> Classified | None:
     """Classify a cloud error, or None when it is not one (a bug, to be reported as such)."""
+    # A domain error raised from a cloud error (instantstart.errors.CloudError) carries its class.
+    carried = getattr(exc, "classified", None)
+    if isinstance(carried, Classified):
+        return carried
     if isinstance(exc, ClientError):
         error = exc.response.get("Error", {})
         code = error.get("Code", "ClientError")

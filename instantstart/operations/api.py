@@ -7,14 +7,13 @@ from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from instantstart.api.errors import Conflict
 from instantstart.api.viewsets import TeamReadOnlyViewSet
 from instantstart.tenancy.roles import Role
 
 from .models import AuditEvent, Operation
 from .registry import get_kind
 from .serializers import AuditEventSerializer, OperationFilterSerializer, OperationSerializer
-from .services import OperationStateError, cancel_operation, retry_operation
+from .services import cancel_operation, retry_operation
 
 
 class OperationViewSet(TeamReadOnlyViewSet):
@@ -53,10 +52,7 @@ class OperationViewSet(TeamReadOnlyViewSet):
         """Resume a failed or cancelled operation at the phase that stopped."""
         operation = self.get_object()
         self._check_kind_role(operation)
-        try:
-            operation = retry_operation(access=self.access, operation=operation)
-        except OperationStateError as exc:
-            raise Conflict(str(exc))
+        operation = retry_operation(access=self.access, operation=operation)
         return Response(self.get_serializer(operation).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(request=None, responses={202: OperationSerializer})
@@ -65,10 +61,7 @@ class OperationViewSet(TeamReadOnlyViewSet):
         """Stop an active operation after its current step. Repeatable."""
         operation = self.get_object()
         self._check_kind_role(operation)
-        try:
-            operation = cancel_operation(access=self.access, operation=operation)
-        except OperationStateError as exc:
-            raise Conflict(str(exc))
+        operation = cancel_operation(access=self.access, operation=operation)
         return Response(self.get_serializer(operation).data, status=status.HTTP_202_ACCEPTED)
 
 

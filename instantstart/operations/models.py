@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from instantstart.tenancy.access import Via
 from instantstart.tenancy.models import ApiToken, Team
+from instantstart.tenancy.visibility import TeamOwnedQuerySet
 
 
 class OperationStatus(models.TextChoices):
@@ -33,10 +34,7 @@ class PhaseStatus(models.TextChoices):
     CANCELLED = "cancelled", "Cancelled"  # the operation was cancelled while this phase was open
 
 
-class OperationQuerySet(models.QuerySet):
-    def visible_to(self, access) -> OperationQuerySet:
-        return self.filter(team=access.team)
-
+class OperationQuerySet(TeamOwnedQuerySet):
     def active(self) -> OperationQuerySet:
         return self.filter(status__in=ACTIVE)
 
@@ -142,6 +140,10 @@ class Phase(models.Model):
         return (end - self.started_at).total_seconds()
 
 
+class AuditEventQuerySet(TeamOwnedQuerySet):
+    pass
+
+
 class AuditEvent(models.Model):
     """Who did what, in which team, through which face. Never holds secrets."""
 
@@ -159,6 +161,8 @@ class AuditEvent(models.Model):
     summary = models.JSONField(default=dict, blank=True)
     operation = models.ForeignKey(Operation, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    objects = AuditEventQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]

@@ -8,6 +8,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from instantstart.errors import StateConflict
 from instantstart.tenancy.access import Access
 
 from .audit import record_audit
@@ -16,8 +17,8 @@ from .queue import enqueue_advance
 from .registry import get_kind
 
 
-class OperationStateError(Exception):
-    """The operation is not in a state that allows the requested change."""
+class OperationStateError(StateConflict):
+    """The operation is not in a state that allows the requested change (409 on every face)."""
 
 
 def start_operation(

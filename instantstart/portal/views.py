@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from functools import cache
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -18,9 +17,9 @@ from django.views.decorators.http import require_POST
 
 from clusters.models import Cluster
 from instantstart.operations.models import ACTIVE, AuditEvent, Operation, OperationStatus
-from instantstart.operations.registry import all_kinds, get_kind
+from instantstart.operations.registry import all_kinds
 from instantstart.operations.serializers import OperationFilterSerializer
-from instantstart.operations.services import OperationStateError, cancel_operation, retry_operation
+from instantstart.operations.services import cancel_operation, retry_operation
 from instantstart.tenancy.models import ApiToken, Cloud, Membership, Team
 from instantstart.tenancy.roles import Role
 from instantstart.tenancy.serializers import (
@@ -30,7 +29,6 @@ from instantstart.tenancy.serializers import (
     known_regions,
 )
 from instantstart.tenancy.services import (
-    LastAdminError,
     add_member,
     change_member_role,
     create_token,
@@ -40,7 +38,9 @@ from instantstart.tenancy.services import (
 )
 from instantstart.tenancy.teams import SESSION_TEAM_KEY
 
+from .errors import page_errors
 from .guards import team_required
+from .panels import kind_or_none, may_act_on, panel_context
 from .partials import render_page_or_partial
 
 OPERATIONS_PER_PAGE = 25
@@ -122,23 +122,10 @@ def coming_soon(request, area: str):
 # --- operations ---------------------------------------------------------------------------------
 
 
-def _kind_or_none(name: str):
-    try:
-        return get_kind(name)
-    except KeyError:
-        return None
-
-
 def _operation_for(request, op_id) -> Operation:
     """The operation when it belongs to the current team; another team's is a 404."""
     queryset = Operation.objects.visible_to(request.access).select_related("requested_by")
     return get_object_or_404(queryset, pk=op_id)
-
-
-def _may_act_on(access, operation: Operation) -> bool:
-    """The REST rule: retry and cancel need the role of the operation's kind."""
-    kind = _kind_or_none(operation.kind)
-    return kind is not None and access.can(kind.role)
 
 
 @team_required
@@ -162,41 +149,25 @@ def operation_list(request):
     return render(request, "operations/list.html", context)
 
 
-def _panel_context(request, operation: Operation) -> dict:
-    kind = _kind_or_none(operation.kind)
-    steps = {step.name: step.title or step.name for step in kind.steps} if kind else {}
-    may_act = _may_act_on(request.access, operation)
-    return {
-        "section": "operations",
-        "operation": operation,
-        "kind_title": (kind.title if kind else "") or operation.kind,
-        "phases": [(phase, steps.get(phase.name, phase.name)) for phase in operation.phases.order_by("index")],
-        "show_retry": may_act and operation.can_retry,
-        "show_cancel": may_act and operation.can_cancel and not operation.cancel_requested,
-    }
-
-
 @team_required
 def operation_detail(request, op_id):
     """The operation page; its progress panel alone when htmx polls for it."""
     operation = _operation_for(request, op_id)
     return render_page_or_partial(
-        request, "operations/detail.html", "operations/_panel.html", _panel_context(request, operation)
+        request, "operations/detail.html", "operations/_panel.html", panel_context(request, operation)
     )
 
 
 def _operation_action(request, op_id, service, done_message: str):
     operation = _operation_for(request, op_id)
-    if not _may_act_on(request.access, operation):
-        needed = _kind_or_none(operation.kind)
+    if not may_act_on(request.access, operation):
+        needed = kind_or_none(operation.kind)
         raise PermissionDenied(
             f"This operation needs the {needed.role if needed else 'admin'} role; yours is {request.access.role}."
         )
-    try:
+    with page_errors(request) as refused:
         service(access=request.access, operation=operation)
-    except OperationStateError as exc:
-        messages.error(request, str(exc))
-    else:
+    if not refused:
         messages.success(request, done_message)
     return redirect("portal:operation", op_id=operation.pk)
 
@@ -229,9 +200,6 @@ def audit_list(request):
 
 # --- team, members and tokens -------------------------------------------------------------------
 
-# botocore's endpoint data does not change while the process runs; reading it costs ~50-200 ms.
-region_choices = cache(known_regions)
-
 SETTINGS_FIELDS = ("name", "cloud", "aws_role_arn", "aws_external_id", "default_region")
 
 
@@ -248,7 +216,7 @@ def _render_team(request, *, status: int = 200, settings_form=None, member_form=
         "team": team,
         "external_id_set": bool(team.aws_external_id),
         "clouds": Cloud.choices,
-        "regions": region_choices(),
+        "regions": known_regions(),
         "roles": Role.choices,
         "settings_form": settings_form or {"values": _settings_values(team), "errors": {}},
         "member_form": member_form or {"values": {"role": Role.MEMBER}, "errors": {}},
@@ -322,11 +290,9 @@ def member_role(request, membership_id: int):
     if role == membership.role:
         messages.info(request, f"{membership.user.username} already is {Role(role).label.lower()}: nothing changed.")
         return redirect("portal:team")
-    try:
+    with page_errors(request) as refused:
         change_member_role(access=request.access, membership=membership, role=role)
-    except LastAdminError as exc:
-        messages.error(request, str(exc))
-    else:
+    if not refused:
         messages.success(request, f"{membership.user.username} is now {Role(role).label.lower()}.")
     return redirect("portal:team")
 
@@ -336,11 +302,9 @@ def member_role(request, membership_id: int):
 def member_remove(request, membership_id: int):
     membership = _membership_for(request, membership_id)
     username = membership.user.username
-    try:
+    with page_errors(request) as refused:
         remove_member(access=request.access, membership=membership)
-    except LastAdminError as exc:
-        messages.error(request, str(exc))
-    else:
+    if not refused:
         messages.success(request, f"{username} was removed from {request.access.team.name}.")
     return redirect("portal:team")
 

@@ -8,7 +8,6 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from instantstart.api.errors import Conflict
 from instantstart.api.viewsets import TeamViewSet
 
 from .models import ApiToken, Membership, Team
@@ -21,7 +20,6 @@ from .serializers import (
     WhoAmISerializer,
 )
 from .services import (
-    LastAdminError,
     add_member,
     change_member_role,
     create_token,
@@ -55,7 +53,6 @@ class TeamSettingsViewSet(TeamViewSet):
 
     queryset = Team.objects.all()
     serializer_class = TeamSerializer
-    team_field = "pk"
     action_roles = {"partial_update": Role.ADMIN}
 
     def get_queryset(self):
@@ -95,20 +92,14 @@ class MembershipViewSet(
         serializer.instance = add_member(access=self.access, user=data["user"], role=data["role"])
 
     def perform_update(self, serializer):
-        try:
-            serializer.instance = change_member_role(
-                access=self.access,
-                membership=serializer.instance,
-                role=serializer.validated_data.get("role", serializer.instance.role),
-            )
-        except LastAdminError as exc:
-            raise Conflict(str(exc))
+        serializer.instance = change_member_role(
+            access=self.access,
+            membership=serializer.instance,
+            role=serializer.validated_data.get("role", serializer.instance.role),
+        )
 
     def perform_destroy(self, instance):
-        try:
-            remove_member(access=self.access, membership=instance)
-        except LastAdminError as exc:
-            raise Conflict(str(exc))
+        remove_member(access=self.access, membership=instance)
 
 
 class ApiTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TeamViewSet):

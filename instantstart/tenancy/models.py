@@ -12,6 +12,7 @@ from django.db import models
 from django.utils import timezone
 
 from .roles import Role, lower_role
+from .visibility import TeamOwnedQuerySet
 
 TOKEN_PREFIX = "ist_"
 
@@ -51,6 +52,10 @@ class Team(models.Model):
         return str(100000000000 + self.id.int % 900000000000)
 
 
+class MembershipQuerySet(TeamOwnedQuerySet):
+    pass
+
+
 class Membership(models.Model):
     """A user's role in a team."""
 
@@ -58,6 +63,8 @@ class Membership(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = MembershipQuerySet.as_manager()
 
     class Meta:
         constraints = [
@@ -73,7 +80,7 @@ class Membership(models.Model):
         return f"{self.user} in {self.team} ({self.role})"
 
 
-class ApiTokenQuerySet(models.QuerySet):
+class ApiTokenQuerySet(TeamOwnedQuerySet):
     def active(self) -> ApiTokenQuerySet:
         now = timezone.now()
         return self.filter(revoked_at__isnull=True).filter(

@@ -24,12 +24,36 @@ def known_regions() -> list[str]:
     return sorted(boto3.session.Session().get_available_regions("sagemaker"))
 
 
+def region_problem(value: str) -> str:
+    """Why ``value`` is not a region to use ("" when SageMaker HyperPod is offered there)."""
+    if value in known_regions():
+        return ""
+    return f"{value!r} is not an AWS region where SageMaker HyperPod is offered."
+
+
+def check_region(value: str) -> str:
+    """The region, when SageMaker HyperPod is offered there; else a validation error that says so."""
+    if problem := region_problem(value):
+        raise serializers.ValidationError(problem)
+    return value
+
+
+class RegionField(serializers.CharField):
+    """A region where SageMaker HyperPod is offered: the one region check of every serializer."""
+
+    def __init__(self, **kwargs) -> None:
+        kwargs.setdefault("max_length", 32)
+        kwargs.setdefault("validators", []).append(check_region)
+        super().__init__(**kwargs)
+
+
 class TeamSerializer(serializers.ModelSerializer):
     """Team and cloud settings. The external ID is write-only: only whether it is set shows."""
 
     aws_external_id = serializers.CharField(write_only=True, required=False, allow_blank=True)
     aws_external_id_set = serializers.SerializerMethodField()
     sandbox_account_id = serializers.CharField(read_only=True)
+    default_region = RegionField(required=False)
 
     class Meta:
         model = Team
@@ -60,11 +84,6 @@ class TeamSerializer(serializers.ModelSerializer):
     def validate_aws_external_id(self, value: str) -> str:
         if value and not EXTERNAL_ID.match(value):
             raise serializers.ValidationError("2 to 1224 characters: letters, digits and + = , . @ : / - _ only.")
-        return value
-
-    def validate_default_region(self, value: str) -> str:
-        if value not in known_regions():
-            raise serializers.ValidationError(f"{value!r} is not an AWS region where SageMaker HyperPod is offered.")
         return value
 
     def validate(self, attrs: dict) -> dict:

@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
+from instantstart.errors import StateConflict
 from instantstart.operations.audit import record_audit
 
 from .access import Access, Via
@@ -15,8 +16,8 @@ from .models import ApiToken, Membership, Team
 from .roles import Role
 
 
-class LastAdminError(Exception):
-    """The change would leave the team without an admin."""
+class LastAdminError(StateConflict):
+    """The change would leave the team without an admin (409 on every face)."""
 
 
 def update_team(*, access: Access, team: Team, changes: dict) -> Team:

@@ -1,29 +1,27 @@
-"""MCP test helpers: an in-process MCP client per token, operations in chosen states, REST twins."""
+"""MCP test fixtures: operations of the team in chosen states (the MCP clients are in tests/conftest.py)."""
 
 from __future__ import annotations
 
-from typing import Any
+import pytest
 
-from django.utils import timezone
-
-from instantstart.operations.models import Operation, OperationStatus, PhaseStatus
-from instantstart.operations.services import start_operation
-from instantstart.tenancy.services import system_access
-from tests.mcp_client import MCP, body  # noqa: F401  (re-exported for the tests here)
+from instantstart.operations.models import Operation, OperationStatus
+from tests.factories import OperationFactory
 
 
-def make_operation(team, user, status: str = OperationStatus.FAILED) -> Operation:
-    """An engine.selftest operation of ``team`` put directly into ``status``."""
-    operation, _ = start_operation(access=system_access(team, user), kind="engine.selftest", params={"waits": 0})
-    now = timezone.now()
-    fields: dict[str, Any] = {"status": status}
-    if status != OperationStatus.PENDING:
-        fields["started_at"] = now
-    if status in (OperationStatus.FAILED, OperationStatus.SUCCEEDED, OperationStatus.CANCELLED):
-        fields["finished_at"] = now
-    if status == OperationStatus.FAILED:
-        fields.update(error_code="SimulatedFailure", error_message="simulated failure in work", error_hint="Retry.")
-        operation.phases.filter(index=0).update(status=PhaseStatus.FAILED, message="simulated failure in work")
-    Operation.objects.filter(pk=operation.pk).update(**fields)
-    operation.refresh_from_db()
-    return operation
+def failed_operation_fields() -> dict:
+    return {
+        "error_code": "SimulatedFailure",
+        "error_message": "simulated failure in work",
+        "error_hint": "Retry.",
+    }
+
+
+@pytest.fixture
+def operation_of(team, member_user):
+    """Make an engine.selftest operation of a team (the member's by default) in a status."""
+
+    def make(status: str = OperationStatus.FAILED, *, of_team=None, by=None) -> Operation:
+        fields = failed_operation_fields() if status == OperationStatus.FAILED else {}
+        return OperationFactory(team=of_team or team, requested_by=by or member_user, status=status, **fields)
+
+    return make

@@ -16,9 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from instantstart.operations.models import OperationStatus
 from instantstart.tenancy.roles import Role
-from tests.conftest import token_for
-
-from .conftest import make_operation
+from tests.support import token_for
 
 
 def serve(application, lifespan: str):
@@ -65,9 +63,9 @@ def call_over_http(url: str, token: str, calls: list[tuple[str, dict]], mode: st
 
 # "auto" speaks the 2026 per-request protocol; "legacy" the initialize handshake older clients use.
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-def test_sdk_client_lists_and_calls_tools(asgi_server, no_broker, team, member_user, mode):
+def test_sdk_client_lists_and_calls_tools(asgi_server, no_broker, team, member_user, mode, operation_of):
     token = token_for(team, member_user, Role.MEMBER)
-    operation = make_operation(team, member_user, OperationStatus.FAILED)
+    operation = operation_of(OperationStatus.FAILED)
 
     names, (whoami, get) = call_over_http(
         asgi_server, token, [("whoami", {}), ("get_operation", {"id": str(operation.pk)})], mode

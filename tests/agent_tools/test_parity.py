@@ -5,22 +5,16 @@ from __future__ import annotations
 import pytest
 
 from instantstart.operations.models import OperationStatus
-from tests.conftest import client_with
-
-from .conftest import MCP, body, make_operation
+from tests.mcp_client import MCP, assert_same, body
+from tests.support import client_with
 
 pytestmark = pytest.mark.django_db
 
 
 def steady(operation: dict) -> dict:
-    """An operation's JSON without the one field that moves with the clock while it runs."""
-    return {**operation, "elapsed_seconds": None}
-
-
-def assert_same(result, response) -> None:
-    """The tool result and the REST response carry the same JSON and the same success."""
-    assert result.is_error == (response.status_code >= 300), body(result)
-    assert body(result) == response.json()
+    """An operation's JSON without the fields that move with the clock while it (or a phase) runs."""
+    phases = [{**phase, "elapsed_seconds": None} for phase in operation.get("phases", [])]
+    return {**operation, "elapsed_seconds": None, "phases": phases}
 
 
 def test_whoami(member_mcp, member_token):
@@ -32,10 +26,12 @@ def test_whoami(member_mcp, member_token):
     assert result.structured_content["role"] == "member"
 
 
-def test_list_operations_with_filters(member_mcp, member_token, team, member_user, outsider_user, other_team):
-    failed = make_operation(team, member_user, OperationStatus.FAILED)
-    make_operation(team, member_user, OperationStatus.SUCCEEDED)
-    make_operation(other_team, outsider_user, OperationStatus.FAILED)
+def test_list_operations_with_filters(
+    member_mcp, member_token, team, member_user, outsider_user, other_team, operation_of
+):
+    failed = operation_of(OperationStatus.FAILED)
+    operation_of(OperationStatus.SUCCEEDED)
+    operation_of(OperationStatus.FAILED, of_team=other_team, by=outsider_user)
     rest = client_with(member_token)
 
     for arguments in ({}, {"status": "failed"}, {"kind": "engine.selftest", "limit": 1}, {"target": "nothing"}):
@@ -46,30 +42,30 @@ def test_list_operations_with_filters(member_mcp, member_token, team, member_use
     assert [op["id"] for op in only_failed["results"]] == [str(failed.pk)]  # not the other team's
 
 
-def test_get_operation(member_mcp, member_token, team, member_user):
-    operation = make_operation(team, member_user, OperationStatus.FAILED)
+def test_get_operation(member_mcp, member_token, team, member_user, operation_of):
+    operation = operation_of(OperationStatus.FAILED)
     result = member_mcp.call("get_operation", {"id": str(operation.pk)})
     assert_same(result, client_with(member_token).get(f"/api/v1/operations/{operation.pk}/"))
     assert result.structured_content["status_tool"] == "get_operation"
     assert result.structured_content["url"] == f"http://testserver/api/v1/operations/{operation.pk}/"
 
 
-def test_retry_operation_answers_like_rest(member_mcp, member_token, team, member_user):
-    operation = make_operation(team, member_user, OperationStatus.FAILED)
+def test_retry_operation_answers_like_rest(member_mcp, member_token, team, member_user, operation_of):
+    operation = operation_of(OperationStatus.FAILED)
     result = member_mcp.call("retry_operation", {"id": str(operation.pk)})
     assert not result.is_error
     assert result.structured_content["status"] in ("pending", "running")
     # The answer is the operation as REST now shows it.
     assert steady(body(result)) == steady(client_with(member_token).get(f"/api/v1/operations/{operation.pk}/").json())
 
-    twin = make_operation(team, member_user, OperationStatus.FAILED)
+    twin = operation_of(OperationStatus.FAILED)
     response = client_with(member_token).post(f"/api/v1/operations/{twin.pk}/retry/")
     assert response.status_code == 202
     assert result.structured_content.keys() == response.json().keys()
 
 
-def test_cancel_operation_answers_like_rest(member_mcp, member_token, team, member_user):
-    operation = make_operation(team, member_user, OperationStatus.RUNNING)
+def test_cancel_operation_answers_like_rest(member_mcp, member_token, team, member_user, operation_of):
+    operation = operation_of(OperationStatus.RUNNING)
     result = member_mcp.call("cancel_operation", {"id": str(operation.pk)})
     assert not result.is_error
     assert result.structured_content["cancel_requested"] is True
@@ -79,8 +75,8 @@ def test_cancel_operation_answers_like_rest(member_mcp, member_token, team, memb
     assert steady(body(result)) == steady(response.json())
 
 
-def test_another_teams_operation_is_the_same_404(member_mcp, member_token, other_team, outsider_user):
-    theirs = make_operation(other_team, outsider_user, OperationStatus.FAILED)
+def test_another_teams_operation_is_the_same_404(member_mcp, member_token, other_team, outsider_user, operation_of):
+    theirs = operation_of(OperationStatus.FAILED, of_team=other_team, by=outsider_user)
     rest = client_with(member_token)
     for tool, method, path in (
         ("get_operation", "get", f"/api/v1/operations/{theirs.pk}/"),
@@ -96,8 +92,8 @@ def test_another_teams_operation_is_the_same_404(member_mcp, member_token, other
     assert theirs.status == OperationStatus.FAILED
 
 
-def test_viewer_retry_is_the_same_403(viewer_mcp, viewer_token, team, member_user):
-    operation = make_operation(team, member_user, OperationStatus.FAILED)
+def test_viewer_retry_is_the_same_403(viewer_mcp, viewer_token, team, member_user, operation_of):
+    operation = operation_of(OperationStatus.FAILED)
     result = viewer_mcp.call("retry_operation", {"id": str(operation.pk)})
     response = client_with(viewer_token).post(f"/api/v1/operations/{operation.pk}/retry/")
     assert response.status_code == 403
@@ -115,8 +111,8 @@ def test_invalid_filter_is_the_same_400(member_mcp, member_token):
     assert "status" in body(result)["error"]["fields"]
 
 
-def test_conflict_is_the_same_409(member_mcp, member_token, team, member_user):
-    done = make_operation(team, member_user, OperationStatus.SUCCEEDED)
+def test_conflict_is_the_same_409(member_mcp, member_token, team, member_user, operation_of):
+    done = operation_of(OperationStatus.SUCCEEDED)
     rest = client_with(member_token)
     assert_same(
         member_mcp.call("retry_operation", {"id": str(done.pk)}), rest.post(f"/api/v1/operations/{done.pk}/retry/")

@@ -6,8 +6,7 @@ import pytest
 
 from agent_tools.registry import registry
 from instantstart.operations.models import AuditEvent, OperationStatus
-
-from .conftest import MCP, body, make_operation
+from tests.mcp_client import MCP, body
 
 pytestmark = pytest.mark.django_db
 
@@ -26,13 +25,13 @@ def test_full_mode_lists_every_tool(member_token):
     assert names == {tool.name for tool in registry.all()}
 
 
-def test_read_only_mode_hides_and_refuses_mutating_tools(member_token, team, member_user):
+def test_read_only_mode_hides_and_refuses_mutating_tools(member_token, team, member_user, operation_of):
     mcp = MCP(member_token, read_only=True)
     names = set(mcp.tool_names())
     assert READS <= names
     assert not names & mutating_tools()
 
-    operation = make_operation(team, member_user, OperationStatus.FAILED)
+    operation = operation_of(OperationStatus.FAILED)
     result = mcp.call("retry_operation", {"id": str(operation.pk)})
     assert result.is_error
     assert body(result)["error"]["code"] == "read_only"

@@ -12,8 +12,7 @@ from rest_framework import serializers
 from agent_tools.registry import Registry, RegistryError, Tool, registry
 from instantstart.operations.api import OperationViewSet
 from instantstart.tenancy.api import MembershipViewSet
-
-from .conftest import MCP
+from tests.mcp_client import MCP
 
 pytestmark = pytest.mark.django_db
 
@@ -55,40 +54,55 @@ def test_unknown_tool_is_a_protocol_error(member_token):
 
 
 def test_write_tools_take_the_viewsets_serializer_fields():
+    """An action without a request annotation takes the viewset's serializer, as the REST docs say."""
     tool = Tool(
-        name="add_member",
-        description="Add a member.",
-        view=MembershipViewSet,
-        action="create",
-        method="post",
-        status_tool="whoami",
+        name="add_member", description="Add a member.", view=MembershipViewSet, action="create", status_tool="whoami"
     )
-    assert tool.input is MembershipViewSet.serializer_class
-    assert {"idempotency_key"} < tool.input_schema["properties"].keys()
+    assert (tool.contract.method, tool.contract.route_name) == ("post", "api:member-list")
+    assert type(tool.contract.body) is MembershipViewSet.serializer_class
+    assert {"username", "role", "idempotency_key"} <= tool.input_schema["properties"].keys()
     partial = Tool(
         name="change_member",
         description="Change a member.",
         view=MembershipViewSet,
         action="partial_update",
-        method="patch",
         status_tool="whoami",
     )
+    assert partial.contract.method == "patch"
     assert partial.path_params == {"id": "pk"}
     assert partial.input_schema["required"] == ["id"]  # partial: no body field is required
+
+
+def test_every_registered_tool_reads_its_rest_call():
+    """Route, method, arguments and answer come from each tool's endpoint (the system check runs this too)."""
+    assert registry.bind() == []
+    listing = registry.get("list_operations")
+    assert listing.contract.paginated and listing.contract.query_arguments == {"status", "kind", "target"}
+    answer = listing.output_schema
+    assert answer["required"] == ["count", "next", "previous", "results"]
+    operation = answer["properties"]["results"]["items"]
+    assert {"id", "kind", "status", "phases", "status_tool"} <= set(operation["required"])
+    # A POST that answers an operation: its schema is the operation's.
+    assert registry.get("retry_operation").output_schema["properties"].keys() == operation["properties"].keys()
 
 
 def test_definitions_that_cannot_work_are_refused():
     with pytest.raises(RegistryError, match="no action"):
         Tool(name="bogus", description="x", view=OperationViewSet, action="explode")
     with pytest.raises(RegistryError, match="status tool"):
-        Tool(name="retry2", description="x", view=OperationViewSet, action="retry", method="post")
+        Tool(name="retry2", description="x", view=OperationViewSet, action="retry")
     with pytest.raises(RegistryError, match="twice"):
         registry.register(registry.get("whoami"))
+    with pytest.raises(RegistryError, match="describe tools that change state"):
+        Tool(name="reads", description="x", view=OperationViewSet, action="list", read_only=True, destructive=True)
+    # A GET that does not say it only reads: refused when the tool is bound to its route.
+    with pytest.raises(RegistryError, match="declare read_only=True"):
+        Tool(name="list2", description="x", view=OperationViewSet, action="list", status_tool="get_operation").contract
+    with pytest.raises(RegistryError, match="No URL routes"):
+        Tool(name="unrouted", description="x", view=OperationViewSet, action="options", status_tool="x").contract
 
     local = Registry()
-    local.register(
-        Tool(name="retry3", description="x", view=OperationViewSet, action="retry", method="post", status_tool="nope")
-    )
+    local.register(Tool(name="retry3", description="x", view=OperationViewSet, action="retry", status_tool="nope"))
     with pytest.raises(RegistryError, match="status tool 'nope'"):
         local.check()
 

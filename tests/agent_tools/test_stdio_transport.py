@@ -13,9 +13,7 @@ from mcp import Client, StdioServerParameters
 
 from instantstart.operations.models import OperationStatus
 from instantstart.tenancy.roles import Role
-from tests.conftest import ROOT, token_for
-
-from .conftest import make_operation
+from tests.support import ROOT, token_for
 
 
 def command_env(token: str | None) -> dict[str, str]:
@@ -47,10 +45,12 @@ def run_stdio(token: str, *args: str, calls: list[tuple[str, dict]]):
 
 
 @pytest.mark.parametrize("read_only", [False, True])
-def test_stdio_server_serves_the_tokens_identity(transactional_db, monkeypatch, team, member_user, read_only):
+def test_stdio_server_serves_the_tokens_identity(
+    transactional_db, monkeypatch, team, member_user, read_only, operation_of
+):
     monkeypatch.setattr("instantstart.operations.services.enqueue_advance", lambda *args, **kwargs: None)
     token = token_for(team, member_user, Role.MEMBER)
-    operation = make_operation(team, member_user, OperationStatus.FAILED)
+    operation = operation_of(OperationStatus.FAILED)
     calls = [("whoami", {}), ("get_operation", {"id": str(operation.pk)})]
     names, (whoami, get) = run_stdio(token, *(["--read-only"] if read_only else []), calls=calls)
 

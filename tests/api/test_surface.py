@@ -7,7 +7,7 @@ from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from instantstart.tenancy.models import ApiToken, Membership, Team
-from tests.conftest import client_with
+from tests.support import client_with
 
 
 def test_openapi_schema_documents_the_endpoints(db):
@@ -41,7 +41,7 @@ def test_healthz_reports_database_broker_and_worker(start_worker):
     assert body["checks"]["database"]["ok"] is True
     assert body["checks"]["broker"]["ok"] is True
     start_worker()
-    from tests.conftest import wait_until
+    from tests.support import wait_until
 
     wait_until(lambda: client.get("/healthz").json()["checks"]["worker"]["ok"], message="worker heartbeat")
     assert client.get("/healthz").status_code == 200

@@ -1,12 +1,18 @@
-"""Shared helpers for cluster tests: requests, waiting for operations, reading the sandbox."""
+"""Shared helpers for cluster tests: requests, clusters in a given state, waiting for operations,
+reading the sandbox, reading portal pages."""
 
 from __future__ import annotations
 
 import json
+import re
 import urllib.request
 
-from instantstart.operations.models import Operation
-from tests.conftest import wait_until
+from clusters.models import Cluster, ClusterStatus
+from clusters.services import create_cluster
+from instantstart.operations.models import Operation, OperationStatus
+from instantstart.tenancy.services import system_access
+from tests.factories import ClusterFactory, InstanceGroupFactory
+from tests.support import wait_until
 
 GROUP = {"name": "gpu", "instance_type": "ml.g5.xlarge", "count": 2}
 
@@ -37,6 +43,62 @@ def creates_in(calls: dict[str, int]) -> dict[str, int]:
 
 def cluster_body(name: str = "train", zone: str = "us-west-2a", **extra) -> dict:
     return {"name": name, "region": "us-west-2", "availability_zone": zone, "instance_groups": [GROUP], **extra}
+
+
+def recorded_cluster(team, user, name: str = "train", *, settled: bool = False) -> Cluster:
+    """A cluster recorded by the service with its pending `cluster.create` (as REST's create would after
+    validation); ``settled``: active with nothing running, its EKS and HyperPod names recorded but
+    nothing behind them in the cloud."""
+    data = {
+        "name": name,
+        "region": "us-west-2",
+        "availability_zone": "us-west-2a",
+        "kubernetes_version": "1.31",
+        "storage": "s3",
+        "instance_groups": [{**GROUP, "capacity_type": "on_demand", "efa_only": False}],
+    }
+    cluster, operation, _ = create_cluster(access=system_access(team, user), data=data)
+    if settled:
+        Operation.objects.filter(pk=operation.pk).update(status=OperationStatus.SUCCEEDED)
+        Cluster.objects.filter(pk=cluster.pk).update(
+            status=ClusterStatus.ACTIVE, eks_cluster_name=f"{name}-gone", hyperpod_cluster_name=f"{name}-hp-gone"
+        )
+        cluster.refresh_from_db()
+    return cluster
+
+
+def cluster_with_group(team, name: str = "train", status: str = ClusterStatus.ACTIVE, **fields) -> Cluster:
+    """A cluster row with one group, workers (2 × ml.g5.xlarge), written directly: no operation, no cloud."""
+    cluster = ClusterFactory(team=team, name=name, status=status, **fields)
+    InstanceGroupFactory(cluster=cluster)
+    return cluster
+
+
+# --- portal pages -------------------------------------------------------------------------------
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+def options(html: str, select_name: str) -> list[str]:
+    """The option values of one select in a page or partial."""
+    match = re.search(rf'<select[^>]*name="{select_name}"[^>]*>(.*?)</select>', html, re.S)
+    assert match, f"no select {select_name}"
+    return [value for value in re.findall(r'<option value="([^"]*)"', match.group(1)) if value]
+
+
+def efa_checkbox(html: str) -> str:
+    match = re.search(r'<input type="checkbox" id="id_efa_only"[^>]*>', html)
+    assert match
+    return match.group(0)
+
+
+def field_block(html: str, name: str) -> str:
+    """The text after the input ``name`` inside its field block marked with an error."""
+    block = re.search(
+        rf'<(?:div|fieldset) class="field has-error">(?:(?!class="field).)*?name="{name}"(.*?)</div>', html, re.S
+    )
+    assert block, f"no error block for {name}"
+    return block.group(1)
 
 
 def wait_for_operation(operation_id: str, statuses=("succeeded",), timeout: float = 120) -> Operation:

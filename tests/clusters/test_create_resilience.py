@@ -18,7 +18,7 @@ from tests.clusters.helpers import (
     sandbox_calls,
     wait_for_operation,
 )
-from tests.conftest import wait_until
+from tests.support import wait_until
 
 pytestmark = [pytest.mark.worker, pytest.mark.usefixtures("sandbox")]
 

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import pytest
 
-from clusters.models import Cluster, ClusterStatus, InstanceGroup
+from clusters.models import Cluster, InstanceGroup
 from instantstart.operations.models import AuditEvent, Operation
 from instantstart.tenancy.roles import Role
-from tests.conftest import client_with, token_for
-from tests.mcp_client import MCP, body
+from tests.factories import ClusterFactory, InstanceGroupFactory
+from tests.mcp_client import MCP, assert_same, body
+from tests.support import client_with, token_for
 
 from .helpers import cluster_body, sandbox_calls, wait_for_operation
-from .test_tools import assert_same, make_cluster
+from .helpers import recorded_cluster as make_cluster
 
 pytestmark = pytest.mark.usefixtures("sandbox")
 
@@ -37,15 +38,8 @@ NODE = "i-0123456789abcdef0"
 @pytest.fixture
 def theirs(other_team) -> Cluster:
     """Another team's cluster with a group."""
-    cluster = Cluster.objects.create(
-        team=other_team,
-        name="theirs",
-        region="us-west-2",
-        availability_zone="us-west-2a",
-        status=ClusterStatus.ACTIVE,
-        hyperpod_cluster_name="theirs-hp",
-    )
-    InstanceGroup.objects.create(cluster=cluster, name="gpu", instance_type="ml.g5.xlarge", count=1)
+    cluster = ClusterFactory(team=other_team, name="theirs", hyperpod_cluster_name="theirs-hp")
+    InstanceGroupFactory(cluster=cluster, name="gpu", count=1)
     return cluster
 
 

@@ -12,7 +12,7 @@ from instantstart.cloud.aws import team_cloud
 from instantstart.cloud.kube import api_client
 from instantstart.operations.models import Operation
 from tests.clusters.helpers import add_fault, cluster_body, sandbox_calls, wait_for_operation
-from tests.conftest import wait_until
+from tests.support import wait_until
 
 pytestmark = [pytest.mark.worker, pytest.mark.usefixtures("sandbox")]
 

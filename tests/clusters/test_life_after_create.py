@@ -9,7 +9,7 @@ from clusters.models import ActiveCluster, Cluster
 from instantstart.cloud.aws import team_cloud
 from instantstart.cloud.kube import api_client
 from tests.clusters.helpers import cluster_body, creates_in, sandbox_calls, wait_for_operation
-from tests.conftest import wait_until
+from tests.support import wait_until
 
 pytestmark = [pytest.mark.worker, pytest.mark.usefixtures("sandbox")]
 

@@ -12,18 +12,27 @@ import re
 import pytest
 from django.urls import reverse
 
-from clusters import catalog
-from clusters.models import Cluster, ClusterStatus, InstanceGroup
+from clusters.models import Cluster, ClusterStatus
+from clusters.readers import catalog
 from clusters.serializers import ClusterCreateSerializer
 from clusters.services import create_cluster
 from instantstart.cloud.aws import team_cloud
 from instantstart.operations.models import Operation
 from instantstart.tenancy.access import Access, Via
 from instantstart.tenancy.roles import Role
-from tests.conftest import logged_in, wait_until
+from tests.support import logged_in, wait_until
 
-from .helpers import add_fault, cluster_body, sandbox_calls, wait_for_operation
-from .test_portal_views import HTMX, efa_checkbox, make_cluster, options
+from .helpers import (
+    HTMX,
+    add_fault,
+    cluster_body,
+    efa_checkbox,
+    field_block,
+    options,
+    sandbox_calls,
+    wait_for_operation,
+)
+from .helpers import cluster_with_group as make_cluster
 
 pytestmark = pytest.mark.usefixtures("sandbox")
 
@@ -43,15 +52,6 @@ def tab(client, cluster, name: str, **query) -> str:
     response = client.get(reverse("portal:cluster", args=[cluster.pk]), {"tab": name, **query})
     assert response.status_code == 200
     return response.content.decode()
-
-
-def field_block(html: str, name: str) -> str:
-    """The text after the input ``name`` inside its field block marked with an error."""
-    block = re.search(
-        rf'<(?:div|fieldset) class="field has-error">(?:(?!class="field).)*?name="{name}"(.*?)</div>', html, re.S
-    )
-    assert block, f"no error block for {name}"
-    return block.group(1)
 
 
 def new_urls(cluster_id) -> list[tuple[str, str, dict, dict, bool]]:
@@ -128,7 +128,7 @@ class TestWithoutHyperPod:
         assert not Operation.objects.exists()
 
     def test_a_valid_group_starts_its_operation_and_shows_notes(self, admin_user, team, no_enqueue):
-        cluster = make_cluster(team)
+        cluster = make_cluster(team, hyperpod_cluster_name="train-hp")
         client = logged_in(admin_user)
         response = client.post(reverse("portal:cluster_group_add", args=[cluster.pk]), ADD)
         operation = Operation.objects.get(kind="instance_group.add")
@@ -143,7 +143,7 @@ class TestWithoutHyperPod:
         assert 'hx-get="' + reverse("portal:cluster_groups", args=[cluster.pk]) in page  # the table follows it
 
     def test_a_training_plan_places_the_group_in_its_zone_and_says_so(self, admin_user, team, no_enqueue):
-        cluster = make_cluster(team)
+        cluster = make_cluster(team, hyperpod_cluster_name="train-hp")
         sagemaker = team_cloud(team, "us-west-2").client("sagemaker")
         offering = sagemaker.search_training_plan_offerings(
             InstanceType="ml.p5.48xlarge", InstanceCount=1, DurationHours=24, TargetResources=["hyperpod-cluster"]
@@ -151,10 +151,9 @@ class TestWithoutHyperPod:
         arn = sagemaker.create_training_plan(
             TrainingPlanName="april", TrainingPlanOfferingId=offering["TrainingPlanOfferingId"]
         )["TrainingPlanArn"]
-        cloud = team_cloud(team, "us-west-2")
         wait_until(
             lambda: (
-                {p["arn"]: p["status"] for p in catalog.training_plans(cloud, "us-west-2")}.get(arn)
+                {p["arn"]: p["status"] for p in catalog.training_plans(team, "us-west-2")}.get(arn)
                 in ("Scheduled", "Active")
             ),
             message="the plan to leave Pending",
@@ -175,20 +174,6 @@ class TestWithoutHyperPod:
         assert response.redirect_chain, re.findall(r'<ul class="errorlist">(.*?)</ul>', response.content.decode(), re.S)
         assert cluster.instance_groups.get(name="reserved").availability_zone == "us-west-2b"
         assert "the group is placed there instead of us-west-2a" in response.content.decode()
-
-    def test_delete_asks_for_force_while_workloads_run(self, admin_user, team, no_enqueue, monkeypatch):
-        cluster = make_cluster(team, hyperpod_cluster_name="train-hp")
-        monkeypatch.setattr("clusters.group_views.workloads_on", lambda cluster, group: ["acme/train-0"])
-        client = logged_in(admin_user)
-        url = reverse("portal:cluster_group_delete", args=[cluster.pk, "workers"])
-        page = client.get(url).content.decode()
-        assert "acme/train-0" in page and 'name="force"' in page
-        refused = client.post(url, {})
-        assert refused.status_code == 400 and b"stop them first" in refused.content
-        assert not Operation.objects.exists()
-        assert client.post(url, {"force": "on"}).status_code == 302
-        assert Operation.objects.get().kind == "instance_group.delete"
-        assert InstanceGroup.objects.get(cluster=cluster, name="workers").status == "Deleting"
 
     def test_groups_and_nodes_change_only_on_an_active_cluster(self, admin_user, team):
         cluster = make_cluster(team, status=ClusterStatus.CREATING)

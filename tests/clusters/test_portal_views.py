@@ -8,16 +8,20 @@ import re
 import pytest
 from django.urls import reverse
 
-from clusters.models import ActiveCluster, Cluster, ClusterStatus, ComputeSubnet, InstanceGroup
+from clusters.models import ActiveCluster, Cluster, ClusterStatus, ComputeSubnet
+from clusters.readers import catalog
 from clusters.selectors import operations_of
 from instantstart.cloud.aws import team_cloud
-from instantstart.operations.models import Operation, OperationStatus, Phase
+from instantstart.operations.models import Operation, OperationStatus
 from instantstart.tenancy.roles import Role
-from tests.conftest import logged_in, make_member
+from tests.factories import MembershipFactory, OperationFactory
+from tests.support import logged_in, make_member
+
+from .helpers import HTMX, efa_checkbox, options
+from .helpers import cluster_with_group as make_cluster
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("sandbox", "no_enqueue")]
 
-HTMX = {"HTTP_HX_REQUEST": "true"}
 FORM = {
     "name": "train",
     "region": "us-west-2",
@@ -31,51 +35,13 @@ FORM = {
 }
 
 
-def make_cluster(team, name="train", status=ClusterStatus.ACTIVE, **fields) -> Cluster:
-    cluster = Cluster.objects.create(
-        team=team, name=name, region="us-west-2", availability_zone="us-west-2a", status=status, **fields
-    )
-    InstanceGroup.objects.create(
-        cluster=cluster, name="workers", instance_type="ml.g5.xlarge", count=2, availability_zone="us-west-2a"
-    )
-    return cluster
-
-
 def give_operation(cluster, kind="cluster.create", status=OperationStatus.RUNNING, **fields) -> Operation:
-    from django.contrib.contenttypes.models import ContentType
-
-    operation = Operation.objects.create(
-        team=cluster.team,
-        kind=kind,
-        via="ui",
-        status=status,
-        target_repr=cluster.name,
-        target_type=ContentType.objects.get_for_model(Cluster),
-        target_id=str(cluster.pk),
-        **fields,
+    """The cluster's operation, its network phase running (or failed), written directly."""
+    second = "running" if status == OperationStatus.RUNNING else "failed"
+    phases = [("preflight", "succeeded"), ("network", second)]
+    return OperationFactory(
+        team=cluster.team, target=cluster, kind=kind, via="ui", status=status, phases=phases, **fields
     )
-    Phase.objects.create(operation=operation, index=0, name="preflight", status="succeeded", attempts=1)
-    Phase.objects.create(
-        operation=operation,
-        index=1,
-        name="network",
-        status="running" if status == OperationStatus.RUNNING else "failed",
-        attempts=1,
-    )
-    return operation
-
-
-def options(html: str, select_name: str) -> list[str]:
-    """The option values of one select in a page or partial."""
-    match = re.search(rf'<select[^>]*name="{select_name}"[^>]*>(.*?)</select>', html, re.S)
-    assert match, f"no select {select_name}"
-    return [value for value in re.findall(r'<option value="([^"]*)"', match.group(1)) if value]
-
-
-def efa_checkbox(html: str) -> str:
-    match = re.search(r'<input type="checkbox" id="id_efa_only"[^>]*>', html)
-    assert match
-    return match.group(0)
 
 
 class TestList:
@@ -111,8 +77,6 @@ class TestCreateForm:
     """One team (one sandbox account) per test: its first catalog reads are the slow ones."""
 
     def test_the_catalog_cascade_offers_only_what_the_cloud_offers(self, admin_client, team):
-        from clusters import catalog
-
         html = admin_client.get(reverse("portal:cluster_new")).content.decode()
         assert options(html, "availability_zone") == ["us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"]
         types = options(html, "instance_type")
@@ -134,7 +98,7 @@ class TestCreateForm:
         cloud = team_cloud(team, "us-west-2")
         html = admin_client.get(types_url, {"region": "us-west-2", "availability_zone": "us-west-2d"}, **HTMX)
         html = html.content.decode()
-        offered = sorted(info.instance_type for info in catalog.instance_types(cloud, "us-west-2", "us-west-2d"))
+        offered = sorted(info.instance_type for info in catalog.instance_types(team, "us-west-2", "us-west-2d"))
         assert sorted(options(html, "instance_type")) == offered
         assert "ml.g5.xlarge" not in offered and "ml.trn1.2xlarge" in offered  # us-west-2d has no g5
 
@@ -425,9 +389,7 @@ class TestOtherTeams:
 
     def test_a_member_of_both_teams_sees_each_teams_clusters_in_its_own_team(self, team, other_team):
         user = make_member(team, "dave", Role.ADMIN)
-        from instantstart.tenancy.models import Membership
-
-        Membership.objects.create(team=other_team, user=user, role=Role.ADMIN)
+        MembershipFactory(team=other_team, user=user, role=Role.ADMIN)
         make_cluster(team, "acme-one")
         make_cluster(other_team, "globex-one")
         client = logged_in(user)

@@ -11,19 +11,17 @@ import uuid
 
 import pytest
 
-from agent_tools.registry import RegistryError, Tool
-from clusters.api import ClusterViewSet
-from clusters.models import ActiveCluster, Cluster, ClusterStatus, InstanceGroup, Storage
-from clusters.services import create_cluster
-from clusters.tools import ClusterDeleteQuerySerializer
+from agent_tools.registry import registry
+from clusters.models import ActiveCluster, Cluster, ClusterStatus, Storage
 from instantstart.cloud.aws import team_cloud
-from instantstart.operations.models import AuditEvent, Operation, OperationStatus
+from instantstart.operations.models import AuditEvent, Operation
 from instantstart.tenancy.roles import Role
-from instantstart.tenancy.services import system_access
-from tests.conftest import client_with, token_for, wait_until
-from tests.mcp_client import MCP, body
+from tests.factories import ClusterFactory, InstanceGroupFactory, StorageFactory
+from tests.mcp_client import MCP, assert_same, body
+from tests.support import client_with, token_for, wait_until
 
 from .helpers import GROUP, cluster_body
+from .helpers import recorded_cluster as make_cluster
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("sandbox")]
 
@@ -50,41 +48,13 @@ MUTATING = {
 REGION = {"region": "us-west-2"}
 
 
-def make_cluster(team, user, name: str = "train", *, settled: bool = False) -> Cluster:
-    """A cluster recorded by the service with its pending `cluster.create`; settled: active, nothing running."""
-    data = {
-        "name": name,
-        "region": "us-west-2",
-        "availability_zone": "us-west-2a",
-        "kubernetes_version": "1.31",
-        "storage": "s3",
-        "instance_groups": [{**GROUP, "capacity_type": "on_demand", "efa_only": False}],
-    }
-    cluster, operation, _ = create_cluster(access=system_access(team, user), data=data)
-    if settled:
-        Operation.objects.filter(pk=operation.pk).update(status=OperationStatus.SUCCEEDED)
-        Cluster.objects.filter(pk=cluster.pk).update(
-            status=ClusterStatus.ACTIVE, eks_cluster_name=f"{name}-gone", hyperpod_cluster_name=f"{name}-hp-gone"
-        )
-        cluster.refresh_from_db()
-    return cluster
-
-
 @pytest.fixture
 def theirs(other_team, outsider_user) -> Cluster:
     """Another team's cluster, with storage."""
-    cluster = Cluster.objects.create(
-        team=other_team, name="theirs", region="us-west-2", availability_zone="us-west-2a", status=ClusterStatus.ACTIVE
-    )
-    InstanceGroup.objects.create(cluster=cluster, name="gpu", instance_type="ml.g5.xlarge", count=1)
-    Storage.objects.create(cluster=cluster, name="data", kind="s3", bucket="globex-data", status="attached")
+    cluster = ClusterFactory(team=other_team, name="theirs")
+    InstanceGroupFactory(cluster=cluster, name="gpu", count=1)
+    StorageFactory(cluster=cluster, name="data", bucket="globex-data")
     return cluster
-
-
-def assert_same(result, response) -> None:
-    """The tool result and the REST response carry the same JSON and the same success."""
-    assert result.is_error == (response.status_code >= 300), body(result)
-    assert body(result) == response.json()
 
 
 # --- the listing ---------------------------------------------------------------------------
@@ -447,31 +417,18 @@ def test_drift_and_reconcile(admin_mcp, rest, viewer_token, team, admin_user):
     assert_same(admin_mcp.call("reconcile_cluster", {"id": str(cluster.pk)}), rest.post(url + "reconcile/"))
 
 
-# --- the registry change these tools needed: query parameters of a non-GET tool ------------
+# --- what the tools read from their REST endpoints ---------------------------------------
 
 
-def test_query_serializer_is_only_for_tools_that_are_not_gets():
-    with pytest.raises(RegistryError, match="use input, not query"):
-        Tool(name="x", description="x", view=ClusterViewSet, action="retrieve", query=ClusterDeleteQuerySerializer)
-    with pytest.raises(RegistryError, match="both in the query"):
-        Tool(
-            name="y",
-            description="y",
-            view=ClusterViewSet,
-            action="destroy",
-            method="delete",
-            input=ClusterDeleteQuerySerializer,
-            query=ClusterDeleteQuerySerializer,
-            status_tool="get_operation",
-        )
-    tool = Tool(
-        name="z",
-        description="z",
-        view=ClusterViewSet,
-        action="destroy",
-        method="delete",
-        query=ClusterDeleteQuerySerializer,
-        status_tool="get_operation",
+def test_a_query_parameter_of_a_delete_travels_in_the_query_string():
+    """delete_cluster's force is DELETE …/clusters/{id}/?force=: read from the view's extend_schema."""
+    contract = registry.get("delete_cluster").contract
+    assert (contract.method, contract.route_name, contract.path_params) == (
+        "delete",
+        "api:cluster-detail",
+        {"id": "pk"},
     )
-    assert tool.query_arguments == {"force"}
-    assert tool.input_schema["properties"]["force"]["type"] == "boolean"
+    assert contract.query_arguments == {"force"} and contract.body is None
+    assert registry.get("delete_instance_group").contract.query_arguments == {"force"}
+    # A GET's arguments are its query: the catalog takes a region, optionally a zone.
+    assert registry.get("list_instance_types").contract.query_arguments == {"region", "availability_zone"}

@@ -94,7 +94,7 @@ def test_without_a_token_every_endpoint_is_401(anonymous_api, op):
 
 
 def test_a_bad_token_is_401(op):
-    from tests.conftest import client_with
+    from tests.support import client_with
 
     assert client_with("ist_not-a-real-token").get("/api/v1/operations/").status_code == 401
 

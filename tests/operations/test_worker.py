@@ -9,7 +9,7 @@ from instantstart.operations.models import Operation, OperationStatus
 from instantstart.operations.queue import enqueue_advance
 from instantstart.operations.services import start_operation
 from instantstart.tenancy.access import Access, Via
-from tests.conftest import wait_until
+from tests.support import wait_until
 
 pytestmark = pytest.mark.worker
 

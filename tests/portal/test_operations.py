@@ -6,8 +6,7 @@ import pytest
 from django.urls import reverse
 
 from instantstart.operations.models import AuditEvent, Operation, OperationStatus, PhaseStatus
-
-from .conftest import make_operation
+from tests.factories import OperationFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -36,7 +35,7 @@ class TestList:
         assert list(viewer_client.get(url, {"kind": "cluster.create"}).context["page"].object_list) == []
 
     def test_filters_by_target(self, viewer_client, team, running_op):
-        targeted = make_operation(team, status=OperationStatus.SUCCEEDED, target_id="c-123", target_repr="gpu-a")
+        targeted = OperationFactory(team=team, status=OperationStatus.SUCCEEDED, target_id="c-123", target_repr="gpu-a")
         response = viewer_client.get(reverse("portal:operations"), {"target": "c-123"})
         assert list(response.context["page"].object_list) == [targeted]
         assert 'name="target" value="c-123"' in response.content.decode()
@@ -49,7 +48,7 @@ class TestList:
 
     def test_paginates_and_keeps_filters(self, viewer_client, team):
         for _ in range(27):
-            make_operation(team, status=OperationStatus.SUCCEEDED)
+            OperationFactory(team=team, status=OperationStatus.SUCCEEDED)
         first = viewer_client.get(reverse("portal:operations"), {"status": "succeeded"})
         assert len(first.context["page"].object_list) == 25
         assert "?status=succeeded&amp;page=2" in first.content.decode()
@@ -159,7 +158,7 @@ class TestActions:
 
 
 def test_pending_operation_elapsed_is_a_dash(viewer_client, team):
-    op = make_operation(team, status=OperationStatus.PENDING)
+    op = OperationFactory(team=team, status=OperationStatus.PENDING)
     html = viewer_client.get(detail_url(op), **HTMX).content.decode()
     assert "elapsed —" in html
     assert PhaseStatus.PENDING.label in html

@@ -10,9 +10,8 @@ from instantstart.operations.models import OperationStatus
 from instantstart.tenancy.models import Membership
 from instantstart.tenancy.roles import Role
 from instantstart.tenancy.teams import SESSION_TEAM_KEY
-from tests.conftest import logged_in
-
-from .conftest import make_operation
+from tests.factories import OperationFactory
+from tests.support import logged_in
 
 pytestmark = pytest.mark.django_db
 
@@ -73,11 +72,11 @@ def test_audit_link_hidden_from_non_admins(member_client):
 
 
 def test_dashboard_counts(admin_client, team, other_team, member_user):
-    make_operation(team, status=OperationStatus.RUNNING)
-    make_operation(team, status=OperationStatus.PENDING)
-    make_operation(team, status=OperationStatus.FAILED)
-    make_operation(team, status=OperationStatus.SUCCEEDED)
-    make_operation(other_team, status=OperationStatus.FAILED)
+    OperationFactory(team=team, status=OperationStatus.RUNNING)
+    OperationFactory(team=team, status=OperationStatus.PENDING)
+    OperationFactory(team=team, status=OperationStatus.FAILED)
+    OperationFactory(team=team, status=OperationStatus.SUCCEEDED)
+    OperationFactory(team=other_team, status=OperationStatus.FAILED)
     response = admin_client.get("/")
     assert response.context["counts"] == {"active": 2, "failed": 1, "succeeded": 1}
     assert response.context["members"] == 2

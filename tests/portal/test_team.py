@@ -9,7 +9,7 @@ from django.urls import reverse
 from instantstart.operations.models import AuditEvent
 from instantstart.tenancy.models import ApiToken, Membership, Team
 from instantstart.tenancy.roles import Role
-from tests.conftest import logged_in
+from tests.support import logged_in
 
 pytestmark = pytest.mark.django_db
 
@@ -197,7 +197,7 @@ class TestTokens:
         assert AuditEvent.objects.filter(action="token.revoke").exists()
 
     def test_another_teams_token_is_404(self, admin_client, other_team, outsider_user):
-        from tests.conftest import token_for
+        from tests.support import token_for
 
         token_for(other_team, outsider_user, Role.ADMIN)
         token = ApiToken.objects.get(team=other_team)

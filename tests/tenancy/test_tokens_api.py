@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from instantstart.operations.models import AuditEvent
 from instantstart.tenancy.models import ApiToken, Membership, Team
-from tests.conftest import client_with, token_for
+from tests.support import client_with, token_for
 
 
 def test_whoami(member_api):

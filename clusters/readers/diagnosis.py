@@ -1,4 +1,4 @@
-"""Nodes of a cluster as HyperPod and Kubernetes see them, and read-only diagnosis.
+"""Read-only diagnosis of a node or a whole cluster.
 
 Diagnosis never acts: it returns findings and suggested actions in escalation order
 (investigate → reboot → replace), each naming the tool that would carry it out.
@@ -6,110 +6,12 @@ Diagnosis never acts: it returns findings and suggested actions in escalation or
 
 from __future__ import annotations
 
-from kubernetes import client as k8s
-
 from instantstart.cloud.aws import team_cloud
-from instantstart.cloud.kube import api_client
+from instantstart.errors import StateConflict, cloud_read
 
+from ..models import Cluster
 from . import catalog
-from .models import Cluster, InstanceGroup
-
-HEALTH = "sagemaker.amazonaws.com/node-health-status"
-DEEP_HEALTH = "sagemaker.amazonaws.com/deep-health-check-status"
-FAULT_TYPES = "sagemaker.amazonaws.com/fault-types"
-FAULT_REASONS = "sagemaker.amazonaws.com/fault-reasons"
-SYSTEM_NAMESPACES = {
-    "kube-system",
-    "aws-hyperpod",
-    "kube-public",
-    "kube-node-lease",
-    "amazon-cloudwatch",
-    "hyperpod-observability",
-    "cert-manager",
-}
-
-
-def node_name(instance_id: str) -> str:
-    return f"hyperpod-{instance_id}"
-
-
-def _hyperpod_nodes(cluster: Cluster) -> list[dict]:
-    sagemaker = team_cloud(cluster.team, cluster.region).client("sagemaker")
-    nodes, kwargs = [], {"ClusterName": cluster.hyperpod_cluster_name}
-    while True:
-        page = sagemaker.list_cluster_nodes(**kwargs)
-        nodes.extend(page.get("ClusterNodeSummaries", []))
-        if not page.get("NextToken"):
-            return nodes
-        kwargs["NextToken"] = page["NextToken"]
-
-
-def _core(cluster: Cluster) -> k8s.CoreV1Api:
-    return k8s.CoreV1Api(api_client(team_cloud(cluster.team, cluster.region), cluster.eks_cluster_name))
-
-
-def _pods_by_node(core: k8s.CoreV1Api) -> dict[str, list]:
-    pods: dict[str, list] = {}
-    for pod in core.list_pod_for_all_namespaces().items:
-        if pod.spec and pod.spec.node_name:
-            pods.setdefault(pod.spec.node_name, []).append(pod)
-    return pods
-
-
-def _describe_pod(pod) -> dict:
-    statuses = pod.status.container_statuses or [] if pod.status else []
-    restarts = sum(s.restart_count or 0 for s in statuses)
-    waiting = next((s.state.waiting.reason for s in statuses if s.state and s.state.waiting), None)
-    return {
-        "namespace": pod.metadata.namespace,
-        "name": pod.metadata.name,
-        "phase": pod.status.phase if pod.status else None,
-        "restarts": restarts,
-        "waiting_reason": waiting,
-    }
-
-
-def list_nodes(cluster: Cluster, health: str | None = None) -> list[dict]:
-    """Every node with its group, instance id, type, zone, status, health labels and what runs on it."""
-    core = _core(cluster)
-    kube = {n.metadata.name: n for n in core.list_node().items}
-    pods = _pods_by_node(core)
-    results = []
-    for summary in _hyperpod_nodes(cluster):
-        name = node_name(summary["InstanceId"])
-        node = kube.get(name)
-        labels = (node.metadata.labels or {}) if node else {}
-        conditions = {c.type: c.status for c in (node.status.conditions or [])} if node and node.status else {}
-        entry = {
-            "name": name,
-            "instance_id": summary["InstanceId"],
-            "instance_group": summary["InstanceGroupName"],
-            "instance_type": summary["InstanceType"],
-            "availability_zone": labels.get("topology.kubernetes.io/zone"),
-            "status": summary["InstanceStatus"]["Status"],
-            "status_message": summary["InstanceStatus"].get("Message", ""),
-            "registered": node is not None,
-            "ready": conditions.get("Ready") == "True",
-            "schedulable": bool(node) and not (node.spec and node.spec.unschedulable),
-            "health": labels.get(HEALTH, "Unknown" if node else "NotRegistered"),
-            "deep_health_check": labels.get(DEEP_HEALTH),
-            "fault_types": labels.get(FAULT_TYPES),
-            "fault_reason": labels.get(FAULT_REASONS),
-            "allocatable": dict(node.status.allocatable or {}) if node and node.status else {},
-            "pods": [_describe_pod(p) for p in pods.get(name, [])],
-        }
-        if health and entry["health"] != health:
-            continue
-        results.append(entry)
-    return sorted(results, key=lambda n: (n["instance_group"], n["instance_id"]))
-
-
-def find_node(cluster: Cluster, node: str) -> dict | None:
-    """A node by instance id or Kubernetes node name."""
-    for entry in list_nodes(cluster):
-        if node in (entry["instance_id"], entry["name"]):
-            return entry
-    return None
+from .nodes import list_nodes, workload_names
 
 
 def _events(cluster: Cluster, instance_id: str | None = None, limit: int = 20) -> list[dict]:
@@ -133,6 +35,7 @@ def _action(action: str, why: str, tool: str | None = None) -> dict:
     return {"action": action, "why": why, "tool": tool}
 
 
+@cloud_read()
 def diagnose_node(cluster: Cluster, node: dict) -> dict:
     """Findings about one node and what to do, in escalation order. Reads only."""
     findings: list[dict] = []
@@ -185,7 +88,7 @@ def diagnose_node(cluster: Cluster, node: dict) -> dict:
                 "message": f"HyperPod reports the instance {node['status']}. {node['status_message']}".strip(),
             }
         )
-    info = catalog.instance_type_info(team_cloud(cluster.team, cluster.region), cluster.region, node["instance_type"])
+    info = catalog.instance_type_info(cluster.team, cluster.region, node["instance_type"])
     if info is not None and node["registered"]:
         gpus = int(node["allocatable"].get("nvidia.com/gpu", 0) or 0)
         if info.gpu_model and info.gpu_count and gpus != info.gpu_count:
@@ -238,7 +141,6 @@ def diagnose_node(cluster: Cluster, node: dict) -> dict:
                 "replace_node",
             )
         )
-    workloads = [p for p in node["pods"] if p["namespace"] not in SYSTEM_NAMESPACES]
     return {
         "node": node["name"],
         "instance_id": node["instance_id"],
@@ -246,12 +148,15 @@ def diagnose_node(cluster: Cluster, node: dict) -> dict:
         "findings": findings,
         "recent_events": events,
         "suggested_actions": actions,
-        "workloads_on_node": [f"{p['namespace']}/{p['name']}" for p in workloads],
+        "workloads_on_node": workload_names(node),
     }
 
 
+@cloud_read()
 def diagnose_cluster(cluster: Cluster) -> dict:
     """Findings over the whole cluster: unhealthy nodes, short groups, a failed creation's cause. Reads only."""
+    if not cluster.hyperpod_cluster_name:
+        raise StateConflict("The cluster has no HyperPod cluster yet.")
     findings: list[dict] = []
     sagemaker = team_cloud(cluster.team, cluster.region).client("sagemaker")
     described = sagemaker.describe_cluster(ClusterName=cluster.hyperpod_cluster_name)
@@ -288,29 +193,3 @@ def diagnose_cluster(cluster: Cluster) -> dict:
         "unhealthy_nodes": unhealthy,
         "recent_events": _events(cluster, limit=20),
     }
-
-
-def actual_count(cluster: Cluster, group: InstanceGroup) -> int | None:
-    """The group's instance count as HyperPod has it (None when HyperPod has no such group yet).
-
-    The explicit diff of a scale compares the request with this, never with what InstantStart recorded.
-    """
-    if not cluster.hyperpod_cluster_name:
-        return None
-    sagemaker = team_cloud(cluster.team, cluster.region).client("sagemaker")
-    described = sagemaker.describe_cluster(ClusterName=cluster.hyperpod_cluster_name)
-    actual = next((g for g in described.get("InstanceGroups", []) if g["InstanceGroupName"] == group.name), None)
-    return None if actual is None else actual.get("TargetCount", actual.get("CurrentCount", 0))
-
-
-def workloads_on(cluster: Cluster, group: InstanceGroup) -> list[str]:
-    """Running or pending pods outside the system namespaces on the group's nodes (the delete guard)."""
-    if not cluster.hyperpod_cluster_name:
-        return []
-    return [
-        f"{pod['namespace']}/{pod['name']}"
-        for node in list_nodes(cluster)
-        if node["instance_group"] == group.name
-        for pod in node["pods"]
-        if pod["namespace"] not in SYSTEM_NAMESPACES and pod["phase"] in ("Running", "Pending")
-    ]

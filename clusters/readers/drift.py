@@ -6,15 +6,18 @@ from kubernetes import client as k8s
 
 from instantstart.cloud.aws import team_cloud
 from instantstart.cloud.kube import api_client
+from instantstart.errors import cloud_read
 
-from .models import Cluster, ClusterStatus
+from ..models import Cluster, ClusterStatus, StorageStatus
 
 
 def _difference(resource: str, field: str, recorded, actual) -> dict:
     return {"resource": resource, "field": field, "recorded": recorded, "actual": actual}
 
 
+@cloud_read()
 def cluster_drift(cluster: Cluster) -> list[dict]:
+    """Each difference as {resource, field, recorded, actual}; only active and imported clusters are compared."""
     if cluster.status not in (ClusterStatus.ACTIVE, ClusterStatus.IMPORTED):
         return []
     cloud = team_cloud(cluster.team, cluster.region)
@@ -58,7 +61,7 @@ def cluster_drift(cluster: Cluster) -> list[dict]:
                         )
                     )
 
-    attached = list(cluster.storages.filter(status="attached"))
+    attached = list(cluster.storages.filter(status=StorageStatus.ATTACHED))
     if attached:
         core = k8s.CoreV1Api(api_client(cloud, cluster.eks_cluster_name))
         for storage in attached:

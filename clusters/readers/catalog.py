@@ -1,13 +1,15 @@
 """Check-before-create reads: zones, accelerator instance types and training plans of a region.
 
-Read-only selectors over the team's cloud (no operation, nothing created).
+Read-only, over the team's own account (no operation, nothing created).
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from instantstart.cloud.aws import TeamCloud
+from instantstart.cloud.aws import TeamCloud, team_cloud
+from instantstart.errors import cloud_read
+from instantstart.tenancy.models import Team
 
 # Accelerator families HyperPod offers for training and inference fleets.
 ACCELERATOR_FAMILIES = ("p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "g5", "g6", "g6e", "trn1", "trn1n", "trn2")
@@ -44,10 +46,16 @@ class InstanceTypeInfo:
         return data
 
 
-def availability_zones(cloud: TeamCloud, region: str) -> list[dict]:
-    zones = cloud.client("ec2", region).describe_availability_zones(
-        Filters=[{"Name": "zone-type", "Values": ["availability-zone"]}]
-    )["AvailabilityZones"]
+@cloud_read()
+def availability_zones(team: Team, region: str) -> list[dict]:
+    """The region's availability zones (Local and Wavelength zones left out), by name."""
+    zones = (
+        team_cloud(team, region)
+        .client("ec2", region)
+        .describe_availability_zones(Filters=[{"Name": "zone-type", "Values": ["availability-zone"]}])[
+            "AvailabilityZones"
+        ]
+    )
     return [
         {"name": zone["ZoneName"], "zone_id": zone.get("ZoneId", ""), "state": zone.get("State", "available")}
         for zone in sorted(zones, key=lambda z: z["ZoneName"])
@@ -91,8 +99,10 @@ def _describe(info: dict, zones: set[str]) -> InstanceTypeInfo:
     )
 
 
-def instance_types(cloud: TeamCloud, region: str, zone: str | None = None) -> list[InstanceTypeInfo]:
+@cloud_read()
+def instance_types(team: Team, region: str, zone: str | None = None) -> list[InstanceTypeInfo]:
     """Accelerator instance types offered in the region (or zone), with what a user chooses by."""
+    cloud = team_cloud(team, region)
     zones_by_type = _offerings(cloud, region, zone)
     if not zones_by_type:
         return []
@@ -105,10 +115,11 @@ def instance_types(cloud: TeamCloud, region: str, zone: str | None = None) -> li
     return sorted(result, key=lambda t: (t.gpu_model or "", t.instance_type))
 
 
-def instance_type_info(cloud: TeamCloud, region: str, instance_type: str) -> InstanceTypeInfo | None:
+@cloud_read()
+def instance_type_info(team: Team, region: str, instance_type: str) -> InstanceTypeInfo | None:
     """One type's facts and the zones of the region offering it (None when the region has none)."""
     ec2_type = ec2_name(instance_type)
-    ec2 = cloud.client("ec2", region)
+    ec2 = team_cloud(team, region).client("ec2", region)
     try:
         described = ec2.describe_instance_types(InstanceTypes=[ec2_type])["InstanceTypes"]
     except ec2.exceptions.ClientError as exc:
@@ -126,9 +137,10 @@ def instance_type_info(cloud: TeamCloud, region: str, instance_type: str) -> Ins
     return _describe(described[0], zones)
 
 
-def training_plans(cloud: TeamCloud, region: str) -> list[dict]:
+@cloud_read()
+def training_plans(team: Team, region: str) -> list[dict]:
     """The team's training plans in the region, with the zones and capacity they reserve."""
-    sagemaker = cloud.client("sagemaker", region)
+    sagemaker = team_cloud(team, region).client("sagemaker", region)
     plans = []
     kwargs: dict = {}
     while True:

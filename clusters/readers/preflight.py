@@ -1,4 +1,8 @@
-"""Preflight: what must hold before a cluster can be created. Reads only; creates nothing."""
+"""Preflight: what must hold before a cluster (or more capacity) can be created. Reads only.
+
+The same checks serve ``POST /api/v1/preflight/``, the portal's preflight button, the create's
+`preflight` phase and the quota checks of adding or scaling an instance group.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,12 @@ from dataclasses import asdict, dataclass
 
 from instantstart.cloud.aws import TeamCloud, team_cloud
 from instantstart.cloud.errors import classify
+from instantstart.errors import cloud_read
 from instantstart.tenancy.models import Team
 
+from ..models import CapacityType, Cluster
+from ..steps.eks import eks_name as eks_name_of
 from . import catalog
-from .models import CapacityType
 
 
 @dataclass
@@ -35,8 +41,24 @@ def _sagemaker_quotas(cloud: TeamCloud, region: str) -> dict[str, float]:
         kwargs["NextToken"] = page["NextToken"]
 
 
+def preflight_new_cluster(team: Team, request: dict) -> list[Check]:
+    """Checks for a new cluster (what ClusterCreateSerializer accepted), its EKS name probed too."""
+    probe = Cluster(team=team, name=request["name"])  # never saved: it only names what the create would
+    return run_preflight(team, request, eks_name=eks_name_of(probe))
+
+
+def quota_refusals(team: Team, request: dict) -> list[str]:
+    """What the quotas and training plans refuse of a request for capacity (nothing: an empty list)."""
+    return [
+        check.message
+        for check in run_preflight(team, request)
+        if not check.ok and check.name.startswith(("quota", "training_plan"))
+    ]
+
+
+@cloud_read()
 def run_preflight(team: Team, request: dict, *, eks_name: str | None = None) -> list[Check]:
-    """Checks for a validated cluster request (what ClusterCreateSerializer accepted)."""
+    """Checks for a validated request: region, zone and instance groups (and its EKS name, if given)."""
     region = request["region"]
     checks: list[Check] = []
     try:
@@ -102,12 +124,12 @@ def run_preflight(team: Team, request: dict, *, eks_name: str | None = None) -> 
         )
 
     plans = (
-        {p["arn"]: p for p in catalog.training_plans(cloud, region)}
+        {p["arn"]: p for p in catalog.training_plans(team, region)}
         if any(g["capacity_type"] == CapacityType.TRAINING_PLAN for g in groups)
         else {}
     )
     for group in groups:
-        info = catalog.instance_type_info(cloud, region, group["instance_type"])
+        info = catalog.instance_type_info(team, region, group["instance_type"])
         zone = group.get("availability_zone") or request["availability_zone"]
         offered = info is not None and zone in info.zones
         checks.append(

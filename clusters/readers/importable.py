@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from instantstart.cloud.aws import TeamCloud
+from instantstart.cloud.aws import TeamCloud, team_cloud
+from instantstart.errors import cloud_read
+from instantstart.tenancy.access import Access
 
-from .models import Cluster, ClusterStatus
+from ..models import Cluster
 
 
+@cloud_read()
 def hyperpod_clusters_by_eks_arn(cloud: TeamCloud, region: str) -> dict[str, dict]:
     sagemaker = cloud.client("sagemaker", region)
     found: dict[str, dict] = {}
@@ -23,13 +26,11 @@ def hyperpod_clusters_by_eks_arn(cloud: TeamCloud, region: str) -> dict[str, dic
         kwargs["NextToken"] = page["NextToken"]
 
 
-def importable_clusters(team, cloud: TeamCloud, region: str) -> list[dict]:
+@cloud_read()
+def importable_clusters(access: Access, region: str) -> list[dict]:
     """EKS clusters of the region not yet managed by this team, with their HyperPod cluster if any."""
-    known = set(
-        Cluster.objects.filter(team=team, region=region)
-        .exclude(status=ClusterStatus.DELETED)
-        .values_list("eks_cluster_name", flat=True)
-    )
+    known = set(Cluster.objects.visible_to(access).filter(region=region).values_list("eks_cluster_name", flat=True))
+    cloud = team_cloud(access.team, region)
     eks = cloud.client("eks", region)
     hyperpods = hyperpod_clusters_by_eks_arn(cloud, region)
     results = []
@@ -58,3 +59,14 @@ def importable_clusters(team, cloud: TeamCloud, region: str) -> list[dict]:
             }
         )
     return results
+
+
+@cloud_read()
+def eks_cluster_exists(access: Access, region: str, name: str) -> bool:
+    """Whether the team's account has an EKS cluster of that name in the region."""
+    eks = team_cloud(access.team, region).client("eks", region)
+    try:
+        eks.describe_cluster(name=name)
+    except eks.exceptions.ResourceNotFoundException:
+        return False
+    return True

@@ -1,0 +1,163 @@
+"""All validation of cluster requests — for the portal, REST and MCP alike — and their representation.
+
+Decision-level inputs only (region, zone, instance type, count, capacity type). What the cloud
+offers is checked here through the readers, so a request that cannot work is a 400 naming the
+field, and nothing is created.
+"""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from instantstart.operations.serializers import OperationSerializer
+from instantstart.tenancy.serializers import RegionField
+
+from ..models import NAME_VALIDATOR, Cluster, StorageChoice
+from ..readers.importable import eks_cluster_exists
+from ..selectors import last_operation
+from .groups import (
+    InstanceGroupRequestSerializer,
+    InstanceGroupSerializer,
+    plans_for,
+    validate_group_against_cloud,
+    zone_error,
+)
+from .storage import StorageSerializer
+
+KUBERNETES_VERSIONS = ("1.29", "1.30", "1.31", "1.32")
+DEFAULT_KUBERNETES_VERSION = "1.31"
+# What a PATCH of a cluster may carry; the rest is fixed at create (a 400 naming the field).
+ZONE_CHANGE_FIELDS = {"availability_zone"}
+
+
+def name_taken(access, name: str) -> str:
+    """Why a new cluster cannot take ``name`` in the caller's team ("" when it can)."""
+    if Cluster.objects.visible_to(access).filter(name=name).exists():
+        return f"The team already has a cluster named {name}."
+    return ""
+
+
+class ClusterCreateSerializer(serializers.Serializer):
+    """A new cluster (context: the caller's access)."""
+
+    name = serializers.CharField(max_length=32, validators=[NAME_VALIDATOR])
+    region = RegionField()
+    availability_zone = serializers.CharField(max_length=32)
+    kubernetes_version = serializers.ChoiceField(choices=KUBERNETES_VERSIONS, default=DEFAULT_KUBERNETES_VERSION)
+    storage = serializers.ChoiceField(choices=StorageChoice.choices, default=StorageChoice.S3)
+    instance_groups = InstanceGroupRequestSerializer(many=True, allow_empty=False)
+
+    def validate_name(self, value: str) -> str:
+        if error := name_taken(self.context["access"], value):
+            raise serializers.ValidationError(error)
+        return value
+
+    def validate(self, attrs: dict) -> dict:
+        groups = attrs["instance_groups"]
+        names = [group["name"] for group in groups]
+        duplicates = {name for name in names if names.count(name) > 1}
+        if duplicates:
+            # Errors of list items are keyed by index, as DRF keys its own nested errors.
+            raise serializers.ValidationError(
+                {
+                    "instance_groups": {
+                        str(index): {"name": [f"Instance group names must be unique; {name} is used twice."]}
+                        for index, name in enumerate(names)
+                        if name in duplicates and names.index(name) != index
+                    }
+                }
+            )
+        team, region = self.context["access"].team, attrs["region"]
+        if error := zone_error(team, region, attrs["availability_zone"]):
+            raise serializers.ValidationError({"availability_zone": [error]})
+        plans = plans_for(team, region, groups)
+        errors = [validate_group_against_cloud(team, region, attrs["availability_zone"], g, plans) for g in groups]
+        if any(errors):
+            raise serializers.ValidationError(
+                {"instance_groups": {str(index): error for index, error in enumerate(errors) if error}}
+            )
+        return attrs
+
+
+class ClusterZoneChangeSerializer(serializers.Serializer):
+    """PATCH of a cluster (context: the cluster): only the zone may change, to one of its region."""
+
+    availability_zone = serializers.CharField(max_length=32)
+
+    def to_internal_value(self, data):
+        fixed = sorted(set(data) - ZONE_CHANGE_FIELDS)
+        if fixed:
+            raise serializers.ValidationError(
+                {field: ["This field cannot be changed after create."] for field in fixed}
+            )
+        return super().to_internal_value(data)
+
+    def validate_availability_zone(self, value: str) -> str:
+        cluster: Cluster = self.context["cluster"]
+        if error := zone_error(cluster.team, cluster.region, value):
+            raise serializers.ValidationError(error)
+        return value
+
+
+class ClusterSerializer(serializers.ModelSerializer):
+    instance_groups = InstanceGroupSerializer(many=True, read_only=True)
+    storages = StorageSerializer(many=True, read_only=True)
+    last_operation = serializers.SerializerMethodField()
+    nodes = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Cluster
+        fields = [
+            "id",
+            "name",
+            "region",
+            "availability_zone",
+            "kubernetes_version",
+            "storage",
+            "status",
+            "managed",
+            "eks_cluster_name",
+            "eks_cluster_arn",
+            "eks_endpoint",
+            "hyperpod_cluster_name",
+            "hyperpod_cluster_arn",
+            "vpc_id",
+            "network",
+            "versions",
+            "instance_groups",
+            "storages",
+            "nodes",
+            "last_operation",
+            "created_at",
+            "updated_at",
+        ]
+
+    def get_last_operation(self, cluster: Cluster) -> dict | None:
+        operation = last_operation(cluster)
+        return OperationSerializer(operation, context=self.context).data if operation else None
+
+    def get_nodes(self, cluster: Cluster) -> dict:
+        return cluster.node_summary
+
+
+class ClusterImportSerializer(serializers.Serializer):
+    """An existing EKS (+ HyperPod) cluster of the team's account to adopt (context: the caller's access)."""
+
+    name = serializers.CharField(max_length=32, validators=[NAME_VALIDATOR])
+    region = RegionField()
+    eks_cluster_name = serializers.CharField(max_length=100)
+
+    def validate(self, attrs: dict) -> dict:
+        access = self.context["access"]
+        if error := name_taken(access, attrs["name"]):
+            raise serializers.ValidationError({"name": [error]})
+        managed = Cluster.objects.visible_to(access).filter(
+            region=attrs["region"], eks_cluster_name=attrs["eks_cluster_name"]
+        )
+        if managed.exists():
+            raise serializers.ValidationError({"eks_cluster_name": ["InstantStart already manages this cluster."]})
+        if not eks_cluster_exists(access, attrs["region"], attrs["eks_cluster_name"]):
+            raise serializers.ValidationError(
+                {"eks_cluster_name": [f"No EKS cluster named {attrs['eks_cluster_name']} in {attrs['region']}."]}
+            )
+        return attrs
