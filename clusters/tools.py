@@ -129,6 +129,25 @@ register(
         idempotent=True,  # choosing the same cluster again changes nothing
     ),
     Tool(
+        name="change_cluster_zone",
+        title="Move a failed cluster to another zone",
+        description=(
+            "Move a cluster whose creation failed (for example for lack of capacity in its zone) to another "
+            "availability zone of its region: its instance groups move with it, except training-plan groups, "
+            "which stay in their plan's zone. Then call retry_operation on the failed operation: it resumes at "
+            "the phase that stopped. Needs the admin role. Inputs: id (the cluster's id), availability_zone "
+            "(from list_availability_zones); any other field is a validation error naming it (region, name and "
+            "the rest are fixed at create). Explicit diff: the zone the cluster already has changes nothing and "
+            "answers the cluster with changed: false. A cluster that has not failed is a conflict error. "
+            "Returns the cluster at once (no operation starts). " + _NOT_FOUND + " Next: retry_operation with "
+            "the id of the cluster's last_operation."
+        ),
+        view=ClusterViewSet,
+        action="partial_update",
+        status_tool="get_cluster",
+        idempotent=True,  # explicit diff: the zone it already has changes nothing
+    ),
+    Tool(
         name="list_availability_zones",
         title="List availability zones",
         description=(

@@ -96,10 +96,12 @@ def test_definitions_that_cannot_work_are_refused():
     with pytest.raises(RegistryError, match="describe tools that change state"):
         Tool(name="reads", description="x", view=OperationViewSet, action="list", read_only=True, destructive=True)
     # A GET that does not say it only reads: refused when the tool is bound to its route.
+    unread = Tool(name="list2", description="x", view=OperationViewSet, action="list", status_tool="get_operation")
     with pytest.raises(RegistryError, match="declare read_only=True"):
-        Tool(name="list2", description="x", view=OperationViewSet, action="list", status_tool="get_operation").contract
+        _ = unread.contract
+    unrouted = Tool(name="unrouted", description="x", view=OperationViewSet, action="options", status_tool="x")
     with pytest.raises(RegistryError, match="No URL routes"):
-        Tool(name="unrouted", description="x", view=OperationViewSet, action="options", status_tool="x").contract
+        _ = unrouted.contract
 
     local = Registry()
     local.register(Tool(name="retry3", description="x", view=OperationViewSet, action="retry", status_tool="nope"))
