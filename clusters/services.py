@@ -38,7 +38,7 @@ def _replayed(access: Access, idempotency_key: str) -> Operation | None:
     """The operation an earlier request with this key started (the service-level half of idempotency)."""
     if not idempotency_key:
         return None
-    return Operation.objects.filter(team=access.team, idempotency_key=idempotency_key).first()
+    return Operation.objects.visible_to(access).filter(idempotency_key=idempotency_key).first()
 
 
 def create_cluster(*, access: Access, data: dict, idempotency_key: str = "") -> tuple[Cluster, Operation, bool]:

@@ -49,3 +49,13 @@ def screenshot(page, name: str, tmp_path: Path) -> None:
     if target:
         Path(target).mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(Path(target) / name), full_page=True)
+
+
+def swapped(page, action) -> None:
+    """Do ``action`` and wait until htmx has swapped in and settled the fragment it asked for."""
+    page.evaluate(
+        "window.__settled = false;"
+        "document.body.addEventListener('htmx:afterSettle', () => { window.__settled = true; }, {once: true})"
+    )
+    action()
+    page.wait_for_function("window.__settled === true")

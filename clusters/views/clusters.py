@@ -30,7 +30,7 @@ from ..serializers import (
 )
 from ..serializers.queries import ClusterDeleteQuerySerializer
 from ..services import change_zone, create_cluster, delete_cluster, set_active_cluster
-from .common import catalog_context, checked, query_of
+from .common import catalog_context, form_values, query_of
 from .tabs import BUSY, TABS, cluster_page, detail_context, tab_context
 
 # The fields of the create form. One instance group is enough here; REST takes several.
@@ -100,13 +100,10 @@ def cluster_activate(request):
 
 def _form_values(source, team) -> dict:
     """What the form holds: posted or queried values, with the defaults of an empty form."""
-    values = {key: source.get(key, "").strip() for key in (*CLUSTER_FIELDS, *GROUP_FIELDS)}
+    values = form_values(source, (*CLUSTER_FIELDS, *GROUP_FIELDS))
     values["region"] = values["region"] or team.default_region
     values["kubernetes_version"] = values["kubernetes_version"] or DEFAULT_KUBERNETES_VERSION
     values["storage"] = values["storage"] or StorageChoice.S3
-    values["capacity_type"] = values["capacity_type"] or CapacityType.ON_DEMAND
-    values["efa_only"] = checked(source, "efa_only")
-    values["deep_health_checks"] = source.getlist("deep_health_checks") if hasattr(source, "getlist") else []
     return values
 
 

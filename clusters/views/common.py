@@ -44,6 +44,16 @@ def checked(source, name: str) -> bool:
     return source.get(name, "") in serializers.BooleanField.TRUE_VALUES
 
 
+def form_values(source, keys: tuple[str, ...]) -> dict:
+    """What a form with an instance group holds: the text inputs ``keys`` (stripped), the capacity type
+    (on-demand when none), the EFA-only checkbox and the chosen deep health checks."""
+    values = {key: source.get(key, "").strip() for key in keys}
+    values["capacity_type"] = values.get("capacity_type") or CapacityType.ON_DEMAND
+    values["efa_only"] = checked(source, "efa_only")
+    values["deep_health_checks"] = source.getlist("deep_health_checks") if hasattr(source, "getlist") else []
+    return values
+
+
 def query_of(serializer_class: type[serializers.Serializer], data) -> tuple[dict, dict]:
     """The same query serializer REST uses, on a form: (validated data, errors by field)."""
     query = serializer_class(data=data)

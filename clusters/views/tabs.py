@@ -33,7 +33,7 @@ from ..selectors import (
     running_group_operations,
 )
 from ..serializers.queries import NodeQuerySerializer
-from .common import catalog_context, checked, health_class, query_of
+from .common import catalog_context, form_values, health_class, query_of
 
 TABS = (
     ("overview", "Overview"),
@@ -159,12 +159,9 @@ def groups_table_context(request, cluster: Cluster) -> dict:
 
 def group_form_values(source, cluster: Cluster) -> dict:
     """What the add form holds (posted or queried), with the defaults of an empty form."""
-    values = {key: source.get(key, "").strip() for key in GROUP_FORM_KEYS}
+    values = form_values(source, GROUP_FORM_KEYS)
     values["region"] = cluster.region  # fixed: the catalog is read in the cluster's region
     values["availability_zone"] = values["availability_zone"] or cluster.availability_zone
-    values["capacity_type"] = values["capacity_type"] or CapacityType.ON_DEMAND
-    values["efa_only"] = checked(source, "efa_only")
-    values["deep_health_checks"] = source.getlist("deep_health_checks") if hasattr(source, "getlist") else []
     return values
 
 

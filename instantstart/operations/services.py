@@ -38,7 +38,7 @@ def start_operation(
     """
     definition = get_kind(kind)
     if idempotency_key:
-        existing = Operation.objects.filter(team=access.team, idempotency_key=idempotency_key).first()
+        existing = Operation.objects.visible_to(access).filter(idempotency_key=idempotency_key).first()
         if existing is not None:
             return existing, False
     try:
@@ -70,7 +70,7 @@ def start_operation(
         if not idempotency_key:
             raise
         # A concurrent request with the same key won the race.
-        return Operation.objects.get(team=access.team, idempotency_key=idempotency_key), False
+        return Operation.objects.visible_to(access).get(idempotency_key=idempotency_key), False
     return operation, True
 
 

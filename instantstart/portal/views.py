@@ -105,8 +105,8 @@ def dashboard(request):
     context = {
         "section": "dashboard",
         "counts": counts,
-        "members": Membership.objects.filter(team=access.team).count(),
-        "tokens": ApiToken.objects.filter(team=access.team).active().count(),
+        "members": Membership.objects.visible_to(access).count(),
+        "tokens": ApiToken.objects.visible_to(access).active().count(),
         "clusters": Cluster.objects.visible_to(access).count(),
         "recent": operations.select_related("requested_by")[:10],
     }
@@ -193,7 +193,7 @@ def operation_cancel(request, op_id):
 
 @team_required(role=Role.ADMIN)
 def audit_list(request):
-    events = AuditEvent.objects.filter(team=request.access.team).select_related("actor", "token")
+    events = AuditEvent.objects.visible_to(request.access).select_related("actor", "token")
     page = Paginator(events, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
     return render(request, "audit/list.html", {"section": "audit", "page": page})
 
@@ -221,8 +221,8 @@ def _render_team(request, *, status: int = 200, settings_form=None, member_form=
         "settings_form": settings_form or {"values": _settings_values(team), "errors": {}},
         "member_form": member_form or {"values": {"role": Role.MEMBER}, "errors": {}},
         "token_form": token_form or {"values": {"role": Role.MEMBER}, "errors": {}},
-        "memberships": Membership.objects.filter(team=team).select_related("user").order_by("user__username"),
-        "tokens": ApiToken.objects.filter(team=team).select_related("user") if is_admin else None,
+        "memberships": Membership.objects.visible_to(access).select_related("user").order_by("user__username"),
+        "tokens": ApiToken.objects.visible_to(access).select_related("user") if is_admin else None,
         # Shown on this render only: popping it means a reload no longer has it.
         "new_token": request.session.pop(NEW_TOKEN_SESSION_KEY, None) if is_admin else None,
     }
@@ -275,7 +275,7 @@ def member_add(request):
 
 
 def _membership_for(request, membership_id: int) -> Membership:
-    return get_object_or_404(Membership.objects.select_related("user"), team=request.access.team, pk=membership_id)
+    return get_object_or_404(Membership.objects.visible_to(request.access).select_related("user"), pk=membership_id)
 
 
 @team_required(role=Role.ADMIN)
@@ -327,7 +327,7 @@ def token_create(request):
 @team_required(role=Role.ADMIN)
 @require_POST
 def token_revoke(request, token_id):
-    token = get_object_or_404(ApiToken, team=request.access.team, pk=token_id)
+    token = get_object_or_404(ApiToken.objects.visible_to(request.access), pk=token_id)
     revoke_token(access=request.access, token=token)
     messages.success(request, f"Token {token.name} ({token.prefix}…) is revoked.")
     return redirect("portal:team")

@@ -119,7 +119,7 @@ class ApiTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TeamView
     )
     def create(self, request):
         membership_role = (
-            Membership.objects.filter(team=self.access.team, user=request.user).values_list("role", flat=True).first()
+            Membership.objects.visible_to(self.access).filter(user=request.user).values_list("role", flat=True).first()
         )
         serializer = ApiTokenCreateSerializer(data=request.data, context={"membership_role": membership_role})
         serializer.is_valid(raise_exception=True)

@@ -23,9 +23,24 @@ def test_openapi_schema_documents_the_endpoints(db):
         "/api/v1/tokens/",
         "/api/v1/whoami/",
         "/api/v1/team/",
+        "/api/v1/clusters/",
+        "/api/v1/clusters/{cluster_pk}/instance-groups/{name}/",
     ]:
         assert path in schema["paths"], path
-    assert "Bearer" in str(schema["components"]["securitySchemes"]) or schema["components"]["securitySchemes"]
+    # Team tokens are bearer tokens; the portal's session is a cookie. Each endpoint names both.
+    schemes = schema["components"]["securitySchemes"]
+    assert {key: schemes["teamToken"][key] for key in ("type", "scheme")} == {"type": "http", "scheme": "bearer"}
+    assert {key: schemes["portalSession"][key] for key in ("type", "in", "name")} == {
+        "type": "apiKey",
+        "in": "cookie",
+        "name": "sessionid",
+    }
+    assert schema["paths"]["/api/v1/clusters/"]["get"]["security"] == [{"teamToken": []}, {"portalSession": []}]
+    # The query parameters of a delete are documented (the MCP tools read them from the same place).
+    delete = schema["paths"]["/api/v1/clusters/{id}/"]["delete"]
+    assert [(p["name"], p["in"], p["schema"]["type"]) for p in delete["parameters"] if p["in"] == "query"] == [
+        ("force", "query", "boolean")
+    ]
 
 
 def test_interactive_docs_use_no_assets_from_the_internet(db):

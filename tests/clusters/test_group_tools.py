@@ -120,9 +120,16 @@ def test_listing_schemas_and_status_tools(admin_token):
         "replace_node",
         "delete_node",
     }
+    assert {name for name in MUTATING if tools[name].annotations.idempotent_hint} == {"scale_instance_group"}
     for name in READS:
         assert tools[name].annotations.read_only_hint is True, name
+        assert tools[name].annotations.destructive_hint is None, name
         assert "idempotency_key" not in schema[name]["properties"], name
+    # Scaling answers {changed, instance_group} or {changed, operation}: both shapes are in its schema.
+    assert [answer["required"] for answer in tools["scale_instance_group"].output_schema["anyOf"]] == [
+        ["changed", "instance_group"],
+        ["changed", "operation"],
+    ]
     assert "notes" in tools["add_instance_group"].description
     assert "changed: false" in tools["scale_instance_group"].description
     for name in ("diagnose_node", "diagnose_cluster"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from clusters.models import Cluster, ClusterStatus
-from tests.browser import BROWSER_MARKS, open_page, screenshot
+from tests.browser import BROWSER_MARKS, open_page, screenshot, swapped
 
 pytestmark = BROWSER_MARKS
 
@@ -13,16 +13,6 @@ pytestmark = BROWSER_MARKS
 @pytest.fixture
 def page():
     yield from open_page(1280, 860)
-
-
-def swapped(page, action) -> None:
-    """Do ``action`` and wait until htmx has swapped in and settled the fragment it asked for."""
-    page.evaluate(
-        "window.__settled = false;"
-        "document.body.addEventListener('htmx:afterSettle', () => { window.__settled = true; }, {once: true})"
-    )
-    action()
-    page.wait_for_function("window.__settled === true")
 
 
 def test_create_a_cluster_in_the_form_and_follow_it_to_the_end(

@@ -10,10 +10,9 @@ from clusters.serializers import ClusterCreateSerializer
 from clusters.services import create_cluster
 from instantstart.tenancy.access import Access, Via
 from instantstart.tenancy.roles import Role
-from tests.browser import BROWSER_MARKS, open_page, screenshot
+from tests.browser import BROWSER_MARKS, open_page, screenshot, swapped
 
 from .helpers import cluster_body, wait_for_operation
-from .test_portal_browser import swapped
 
 pytestmark = BROWSER_MARKS
 

@@ -37,6 +37,7 @@ READS = {
     "get_cluster_drift",
 }
 MUTATING = {
+    "change_cluster_zone",
     "create_cluster",
     "delete_cluster",
     "set_active_cluster",
@@ -81,10 +82,23 @@ def test_listing_schemas_and_status_tools(admin_token):
     for name in MUTATING:
         assert "idempotency_key" in tools[name].input_schema["properties"], name
         assert tools[name].annotations.read_only_hint is False, name
-        if name != "set_active_cluster":  # takes effect at once: there is no operation to poll
+        if name not in ("set_active_cluster", "change_cluster_zone"):  # at once: no operation to poll
             assert tools[name].meta == {"instantstart/statusTool": "get_operation"}, name
             assert "get_operation" in tools[name].description, name
     assert tools["set_active_cluster"].meta == {"instantstart/statusTool": "get_cluster"}
+    assert tools["change_cluster_zone"].meta == {"instantstart/statusTool": "get_cluster"}
+    # Repeating these with the same arguments changes nothing more; the others may start a second operation.
+    assert {name for name in MUTATING if tools[name].annotations.idempotent_hint} == {
+        "change_cluster_zone",
+        "delete_cluster",
+        "set_active_cluster",
+    }
+    assert {tools[name].annotations.open_world_hint for name in READS | MUTATING} == {False}
+    # The answer's schema is the response serializer's: a cluster, and create's {cluster, operation}.
+    cluster_fields = tools["get_cluster"].output_schema["required"]
+    assert {"id", "status", "instance_groups", "storages", "last_operation"} <= set(cluster_fields)
+    assert create.output_schema["required"] == ["cluster", "operation"]
+    assert tools["delete_cluster"].output_schema["anyOf"][0]["required"] == ["forgotten", "cluster"]
     assert {name for name in MUTATING if tools[name].annotations.destructive_hint} == {
         "delete_cluster",
         "detach_storage",
