@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from clusters.models import Cluster, InstanceGroup
+from clusters.models import InstanceGroup
 from instantstart.operations.models import AuditEvent, Operation
 from instantstart.tenancy.roles import Role
-from tests.factories import ClusterFactory, InstanceGroupFactory
 from tests.mcp_client import MCP, assert_same, body
 from tests.support import client_with, token_for
 
@@ -33,14 +32,6 @@ MUTATING = {
     "delete_node",
 }
 NODE = "i-0123456789abcdef0"
-
-
-@pytest.fixture
-def theirs(other_team) -> Cluster:
-    """Another team's cluster with a group."""
-    cluster = ClusterFactory(team=other_team, name="theirs", hyperpod_cluster_name="theirs-hp")
-    InstanceGroupFactory(cluster=cluster, name="gpu", count=1)
-    return cluster
 
 
 def group_calls(cluster_id) -> list[tuple[str, dict, str, str, dict | None]]:

@@ -16,7 +16,6 @@ from clusters.models import ActiveCluster, Cluster, ClusterStatus, Storage
 from instantstart.cloud.aws import team_cloud
 from instantstart.operations.models import AuditEvent, Operation
 from instantstart.tenancy.roles import Role
-from tests.factories import ClusterFactory, InstanceGroupFactory, StorageFactory
 from tests.mcp_client import MCP, assert_same, body
 from tests.support import client_with, token_for, wait_until
 
@@ -47,15 +46,6 @@ MUTATING = {
     "reconcile_cluster",
 }
 REGION = {"region": "us-west-2"}
-
-
-@pytest.fixture
-def theirs(other_team, outsider_user) -> Cluster:
-    """Another team's cluster, with storage."""
-    cluster = ClusterFactory(team=other_team, name="theirs")
-    InstanceGroupFactory(cluster=cluster, name="gpu", count=1)
-    StorageFactory(cluster=cluster, name="data", bucket="globex-data")
-    return cluster
 
 
 # --- the listing ---------------------------------------------------------------------------
