@@ -103,7 +103,7 @@ def cloud_error(exc: BaseException) -> CloudError | None:
     )
 
 
-class cloud_read(ContextDecorator):  # noqa: N801 - used as @cloud_read, like contextlib's decorators
+class cloud_read(ContextDecorator):
     """Around a read of AWS/Kubernetes: a classified cloud error leaves as a CloudError.
 
     Domain errors and bugs pass through unchanged. Every public function of an app's ``readers/``

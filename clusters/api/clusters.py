@@ -48,9 +48,6 @@ class ClusterChildMixin:
     def cluster(self) -> Cluster:
         return get_cluster(self.access, self.kwargs["cluster_pk"])
 
-    def operation_data(self, operation: Operation) -> dict:
-        return OperationSerializer(operation, context=self.get_serializer_context()).data
-
 
 class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TeamViewSet):
     """The team's clusters. Creating and deleting start operations (202); poll them with get_operation."""
@@ -68,10 +65,7 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TeamViewS
 
     def _accepted(self, cluster: Cluster, operation: Operation) -> Response:
         cluster.refresh_from_db()
-        body = {
-            "cluster": self._data(cluster),
-            "operation": OperationSerializer(operation, context=self.get_serializer_context()).data,
-        }
+        body = {"cluster": self._data(cluster), "operation": self.operation_data(operation)}
         return Response(body, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(request=ClusterCreateSerializer, responses={202: ACCEPTED})
@@ -150,6 +144,4 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TeamViewS
         operation = reconcile_cluster(
             access=self.access, cluster=self.get_object(), idempotency_key=self.idempotency_key
         )
-        return Response(
-            OperationSerializer(operation, context=self.get_serializer_context()).data, status=status.HTTP_202_ACCEPTED
-        )
+        return Response(self.operation_data(operation), status=status.HTTP_202_ACCEPTED)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rest_framework import viewsets
 
+from instantstart.operations.models import Operation
+from instantstart.operations.serializers import OperationSerializer
 from instantstart.tenancy.access import Access
 
 from . import idempotency
@@ -32,6 +34,10 @@ class TeamScopedMixin:
 
     def get_queryset(self):
         return super().get_queryset().visible_to(self.access)
+
+    def operation_data(self, operation: Operation) -> dict:
+        """An operation as every 202 answers it (with its absolute ``url`` and ``status_tool``)."""
+        return OperationSerializer(operation, context=self.get_serializer_context()).data
 
     def initial(self, request, *args, **kwargs):
         self._idempotency_record = None
