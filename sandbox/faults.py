@@ -20,7 +20,23 @@ KINDS = {
     "create_fails": {"service"},
     "deep_health_fail": set(),
     "pod_crash": {"cluster", "namespace", "name_prefix"},
+    # EKS add-ons: the next create of `addon` ends CREATE_FAILED; DEGRADED hits the add-on as soon as
+    # it is (or becomes) ACTIVE. Optional: cluster, account, code, message, count (default 1).
+    "addon_create_failed": {"addon"},
+    "addon_degraded": {"addon"},
+    # HyperPod managed autoscaling of `cluster` ends Failed (optional message, count).
+    "autoscaling_fails": {"cluster"},
 }
+# kinds consumed once unless the fault says otherwise ("count")
+COUNTED_BY_DEFAULT = (
+    "throttle",
+    "server_error",
+    "deep_health_fail",
+    "pod_crash",
+    "addon_create_failed",
+    "addon_degraded",
+    "autoscaling_fails",
+)
 
 
 class FaultError(ValueError):
@@ -51,7 +67,7 @@ class Faults:
             spec["service"] = model_name_for(str(spec["service"]))
         if "count" in spec:
             spec["count"] = int(spec["count"])
-        elif kind in ("throttle", "server_error", "deep_health_fail", "pod_crash"):
+        elif kind in COUNTED_BY_DEFAULT:
             spec["count"] = 1
         fault = {"id": next(self._ids), "kind": kind, **spec}
         if kind == "pod_crash" and self.on_pod_crash is not None:

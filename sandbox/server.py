@@ -52,8 +52,14 @@ class _NullKube:
     def sync_nodes(self, key: str, nodes: list[dict[str, Any]]) -> None:
         self.clusters.setdefault(key, {})["nodes"] = nodes
 
-    def set_addons(self, key: str, names: set[str]) -> None:
+    def set_addons(self, key: str, names: Any) -> None:
         self.clusters.setdefault(key, {})["addons"] = set(names)
+
+    def set_autoscaling(self, key: str, groups: dict[str, Any] | None) -> None:
+        self.clusters.setdefault(key, {})["autoscaling"] = groups
+
+    def report(self, key: str) -> dict[str, Any] | None:
+        return None
 
     def inject_pod_crash(self, key: str, namespace: str, name_prefix: str, count: int = 1) -> None:
         pass
@@ -239,11 +245,17 @@ class Sandbox:
 
     def _apply(self, plan: list[Any]) -> None:
         keys = set()
+        reports = {}
         for kc in plan:
             keys.add(kc.key)
             self.kube.ensure_cluster(kc.key, kc.version)
             self.kube.sync_nodes(kc.key, kc.nodes)
             self.kube.set_addons(kc.key, kc.addons)
+            self.kube.set_autoscaling(kc.key, kc.autoscaling)
+            report = self.kube.report(kc.key)
+            if report is not None:
+                reports[kc.key] = report
+        self.world.kube_reports = reports  # read by the next AWS tick (CONTRACT.md)
         for gone in self._known_kube - keys:
             self.kube.drop_cluster(gone)
         self._known_kube = keys

@@ -6,6 +6,7 @@ controller tick (lifecycle.py) move it on. Deletes become DELETING and disappear
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from sandbox.aws.eks_records import ensure_creator_entry
@@ -67,6 +68,11 @@ def create_cluster(ctx: Ctx) -> Response:
         "authenticationMode": access.get("authenticationMode", "API_AND_CONFIG_MAP"),
     }
     cluster.upgrade_policy = ctx.params.get("upgradePolicy") or {"supportType": "STANDARD"}
+    # every cluster has its own OIDC issuer (moto gives all clusters of a process the same one), so an
+    # IRSA trust names exactly one cluster
+    cluster.identity = {
+        "oidc": {"issuer": f"https://oidc.eks.{ctx.region}.amazonaws.com/id/{uuid.uuid4().hex.upper()}"}
+    }
     cluster.status = "CREATING"
     cluster.endpoint = None
     cluster.certificate_authority = {}
@@ -234,7 +240,13 @@ def tick_eks(world: World) -> None:
                 backend.clusters.pop(name, None)
                 backend.cluster_count = max(0, backend.cluster_count - 1)
                 meta.pop(name, None)
-                for kind in ("eks_addons", "eks_pod_identity", "eks_access_entries", "eks_nodegroups"):
+                for kind in (
+                    "eks_addons",
+                    "eks_addons_preserved",
+                    "eks_pod_identity",
+                    "eks_access_entries",
+                    "eks_nodegroups",
+                ):
                     tbl = world.table(kind, account, region)
                     for k in [k for k in tbl if k.split("/", 1)[0] == name]:
                         tbl.pop(k)

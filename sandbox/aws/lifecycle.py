@@ -1,5 +1,6 @@
-"""The controller tick of the AWS half: advance every timed transition, then describe what the
-Kubernetes half should look like (clusters, nodes, active add-ons)."""
+"""The controller tick of the AWS half: advance every timed transition (acting on what the Kubernetes
+half last reported, see CONTRACT.md), then describe what the Kubernetes half should look like
+(clusters, nodes, running add-ons with their configuration, autoscaled HyperPod groups)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sandbox.aws.ec2_ext import tick_ec2
-from sandbox.aws.eks_addons import active_addons, tick_addons
+from sandbox.aws.eks_addons import kube_addons, tick_addons
 from sandbox.aws.eks_clusters import active_clusters, eks_backend, subnet_zone, tick_eks
 from sandbox.aws.eks_updates import tick_updates
+from sandbox.aws.hyperpod.autoscaling import kube_groups, tick_autoscaling
 from sandbox.aws.hyperpod.ticks import kube_nodes, tick_hyperpod
 from sandbox.aws.instance_types import hardware
 from sandbox.aws.sagemaker_misc import tick_misc
@@ -24,7 +26,8 @@ class KubeCluster:
     key: str
     version: str
     nodes: list[dict[str, Any]] = field(default_factory=list)
-    addons: set[str] = field(default_factory=set)
+    addons: dict[str, dict[str, Any] | None] = field(default_factory=dict)  # name -> configuration values
+    autoscaling: dict[str, dict[str, Any]] | None = None  # managed Karpenter's instance groups
 
 
 def tick(world: World) -> list[KubeCluster]:
@@ -33,6 +36,7 @@ def tick(world: World) -> list[KubeCluster]:
         tick_addons(world)
         tick_updates(world)
         tick_hyperpod(world)
+        tick_autoscaling(world)
         tick_misc(world)
         tick_ec2(world)
         plan = []
@@ -40,7 +44,8 @@ def tick(world: World) -> list[KubeCluster]:
             arn = f"arn:aws:eks:{region}:{account}:cluster/{name}"
             kc = KubeCluster(f"{account}/{region}/{name}", version)
             kc.nodes = kube_nodes(world, account, region, arn) + nodegroup_nodes(account, region, name)
-            kc.addons = active_addons(world, account, region, name)
+            kc.addons = kube_addons(world, account, region, name)
+            kc.autoscaling = kube_groups(world, account, region, arn)
             plan.append(kc)
         return plan
 

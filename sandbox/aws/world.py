@@ -71,6 +71,9 @@ class World:
         self.state: dict[str, Any] = {"resources": {}, "ca": None, "version": 1}
         self.dirty = False
         self._unpicklable_warned: set[str] = set()
+        # What the Kubernetes half last observed per cluster ("{account}/{region}/{cluster}" -> report,
+        # see CONTRACT.md); written by the server after each tick, never persisted.
+        self.kube_reports: dict[str, dict[str, Any]] = {}
 
     # ---- time -------------------------------------------------------------------------------
     def now(self) -> float:

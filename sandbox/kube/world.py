@@ -9,18 +9,18 @@ import json
 import os
 import threading
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from .api import KubeApi
-from .controllers import inference, ray, training
+from .controllers import inference, karpenter, ray, training
 from .controllers.base import Ctx, make_ctx, pod_active
 from .controllers.kubelet import crash, run_kubelet
 from .controllers.nodes import sync_nodes as _sync_nodes
 from .controllers.scheduler import schedule
 from .controllers.workloads import run_workloads
-from .operators import apply_addons, preload
+from .operators import apply_addons, observe, preload
 from .store import Cluster
 
 SNAPSHOT = "kube.json"
@@ -34,6 +34,7 @@ CONTROLLERS: list[tuple[str, Controller]] = [
     ("ray", ray.run),
     ("inference", inference.run),
     ("scheduler", schedule),
+    ("karpenter", karpenter.run),  # after the scheduler: it provisions for what stayed pending
     ("kubelet", run_kubelet),
 ]
 
@@ -93,14 +94,37 @@ class KubeWorld:
         with c.lock:
             _sync_nodes(c, nodes)
 
-    def set_addons(self, key: str, names: set[str] | Iterable[str]) -> None:
+    def set_addons(self, key: str, names: Mapping[str, dict[str, Any] | None] | Iterable[str]) -> None:
+        """The running EKS add-ons: names, or name -> configuration values (None: deleted with preserve)."""
         c = self.clusters.get(key)
         if c is None:
             return
-        names = set(names)
-        preload(names)
+        addons = dict(names) if isinstance(names, Mapping) else dict.fromkeys(names, {})
+        preload(addons)
         with c.lock:
-            apply_addons(c, names)
+            apply_addons(c, addons)
+
+    def set_autoscaling(self, key: str, groups: dict[str, dict[str, Any]] | None) -> None:
+        """HyperPod managed Karpenter: the autoscaled instance groups while AutoScaling is InService
+        (CONTRACT.md), None otherwise."""
+        c = self.clusters.get(key)
+        if c is None:
+            return
+        with c.lock:
+            karpenter.set_groups(c, groups)
+
+    def report(self, key: str) -> dict[str, Any] | None:
+        """What the AWS half reads back each tick: cluster facts for add-on dependencies, and the
+        Karpenter decisions (CONTRACT.md)."""
+        c = self.clusters.get(key)
+        if c is None:
+            return None
+        with c.lock:
+            out: dict[str, Any] = observe(c)
+            decided = karpenter.decisions(c)
+            if decided is not None:
+                out["karpenter"] = decided
+            return out
 
     def inject_pod_crash(self, key: str, namespace: str, name_prefix: str, count: int = 1) -> list[str]:
         """Fail up to `count` running pods whose name starts with name_prefix; returns their names."""

@@ -158,6 +158,37 @@ def role(acct: Account, name: str, *policies: str) -> str:
     return f"arn:aws:iam::{acct.id}:role/{name}"
 
 
+def autoscaling_role(acct: Account, name: str = "hyperpod-karpenter", allow: bool = True) -> str:
+    """The ClusterRole managed autoscaling needs: trusted by HyperPod, allowed to add and delete nodes."""
+    import json
+
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Principal": {"Service": "hyperpod.sagemaker.amazonaws.com"}, "Action": "sts:AssumeRole"}
+        ],
+    }
+    acct.iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))
+    if allow:
+        acct.iam.put_role_policy(
+            RoleName=name,
+            PolicyName="karpenter",
+            PolicyDocument=json.dumps(
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {
+                            "Effect": "Allow",
+                            "Action": ["sagemaker:BatchAddClusterNodes", "sagemaker:BatchDeleteClusterNodes"],
+                            "Resource": "arn:aws:sagemaker:*:*:cluster/*",
+                        }
+                    ],
+                }
+            ),
+        )
+    return f"arn:aws:iam::{acct.id}:role/{name}"
+
+
 def eks_cluster(
     acct: Account, name: str = "ml", net: dict[str, Any] | None = None, wait: bool = True
 ) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import copy
 from typing import Any
 
 from sandbox.aws.handlers import Ctx, handles
+from sandbox.aws.hyperpod import settings
 from sandbox.aws.hyperpod.capacity import launch_nodes
 from sandbox.aws.hyperpod.store import (
     ALNUM,
@@ -47,6 +48,7 @@ def create_cluster(ctx: Ctx) -> Response:
                 400,
             )
     validate_vpc(ctx, p.get("VpcConfig"))
+    settings.validate(ctx, p)
     groups = p.get("InstanceGroups") or []
     seen = set()
     for g in groups:
@@ -74,18 +76,10 @@ def create_cluster(ctx: Ctx) -> Response:
         "_due": ctx.world.due("hp_create"),
         "_tags": p.get("Tags") or [],
     }
-    for k in (
-        "VpcConfig",
-        "Orchestrator",
-        "NodeRecovery",
-        "NodeProvisioningMode",
-        "AutoScaling",
-        "TieredStorageConfig",
-        "ClusterRole",
-        "RestrictedInstanceGroups",
-    ):
+    for k in ("VpcConfig", "Orchestrator", "RestrictedInstanceGroups"):
         if k in p:
             c[k] = copy.deepcopy(p[k])
+    settings.apply(ctx.world, c, p)
     c.setdefault("NodeRecovery", "Automatic")
     fault = ctx.world.faults.take("create_fails", service="sagemaker", name=name, account=ctx.account)
     if fault:
@@ -155,6 +149,7 @@ def update_cluster(ctx: Ctx) -> Response:
     p = ctx.params
     c = lookup(ctx, p["ClusterName"])
     require_in_service(c)
+    settings.validate(ctx, p, c)
     to_delete = p.get("InstanceGroupsToDelete") or []
     for name in to_delete:
         if name not in c["_groups"]:
@@ -185,9 +180,7 @@ def update_cluster(ctx: Ctx) -> Response:
     c["ClusterStatus"], c["_op"], c["_due"] = "Updating", "update", world.due("hp_update")
     c.pop("FailureMessage", None)
     duration = c["_due"] - now
-    for k in ("NodeRecovery", "NodeProvisioningMode", "AutoScaling", "TieredStorageConfig", "ClusterRole"):
-        if k in p:
-            c[k] = copy.deepcopy(p[k])
+    settings.apply(world, c, p)
     for raw in p.get("InstanceGroups") or []:
         name = raw["InstanceGroupName"]
         g = c["_groups"].get(name)

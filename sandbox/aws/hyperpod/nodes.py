@@ -1,14 +1,51 @@
-"""SageMaker HyperPod node actions: the Batch{Reboot,Replace,Delete}ClusterNodes operations,
-ListClusterNodes, DescribeClusterNode and ListClusterEvents.
+"""SageMaker HyperPod node actions: the Batch{Add,Reboot,Replace,Delete}ClusterNodes operations,
+ListClusterNodes, DescribeClusterNode and ListClusterEvents. `add_nodes` / `delete_node` are also
+what managed autoscaling does (hyperpod/autoscaling.py).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from sandbox.aws.eks_clusters import subnet_zone
 from sandbox.aws.handlers import Ctx, handles
+from sandbox.aws.hyperpod.capacity import launch_nodes
 from sandbox.aws.hyperpod.store import IMAGE_ID, IMAGE_RELEASE, event, lookup, paginate, zone_id
 from sandbox.aws.protocol import AwsError, Response
+from sandbox.aws.world import World
+
+
+def delete_node(world: World, c: dict[str, Any], node: dict[str, Any], why: str = "") -> None:
+    """BatchDeleteClusterNodes for one node: it shuts down and its group's count drops by one."""
+    node["Status"] = "ShuttingDown"
+    node["_op"], node["_op_due"] = "delete", world.due("hp_node_delete")
+    g = c["_groups"].get(node["InstanceGroupName"])
+    if g:
+        g["spec"]["InstanceCount"] = max(0, int(g["spec"].get("InstanceCount", 0)) - 1)
+    event(
+        world,
+        c,
+        f"Node {node['InstanceId']} delete requested.{' ' + why if why else ''}",
+        rtype="Instance",
+        group=node["InstanceGroupName"],
+        instance=node["InstanceId"],
+    )
+
+
+def add_nodes(
+    world: World, account: str, region: str, c: dict[str, Any], group: dict[str, Any], count: int, why: str = ""
+) -> list[dict[str, Any]] | str:
+    """BatchAddClusterNodes for one group: the target count rises by `count` and the nodes start
+    coming up; returns them, or the failure message when no zone has capacity (the count stays)."""
+    before = set(c["_nodes"])
+    failure = launch_nodes(world, account, region, c, group, count, world.due("hp_update") - world.now())
+    if failure:
+        event(world, c, failure, "Error", "InstanceGroup", group["spec"]["InstanceGroupName"])
+        return failure
+    group["spec"]["InstanceCount"] = int(group["spec"].get("InstanceCount", 0)) + count
+    name = group["spec"]["InstanceGroupName"]
+    event(world, c, f"Instance group {name} target count raised by {count}.{' ' + why if why else ''}", group=name)
+    return [n for iid, n in c["_nodes"].items() if iid not in before]
 
 
 def _resolve_nodes(c: dict[str, Any], p: dict[str, Any]) -> list[tuple[str, str, dict[str, Any] | None]]:
@@ -65,11 +102,9 @@ def _batch(ctx: Ctx, op: str) -> Response:
                 "UnschedulablePendingReplacement",
             )
         else:
-            node["Status"] = "ShuttingDown"
-            node["_op"], node["_op_due"] = "delete", world.due("hp_node_delete")
-            g = c["_groups"].get(node["InstanceGroupName"])
-            if g:
-                g["spec"]["InstanceCount"] = max(0, int(g["spec"].get("InstanceCount", 0)) - 1)
+            delete_node(world, c, node)
+            (ok if kind == "id" else ok_logical).append(ident)
+            continue
         event(
             world,
             c,
@@ -83,6 +118,54 @@ def _batch(ctx: Ctx, op: str) -> Response:
     if ctx.params.get("NodeLogicalIds"):
         out["SuccessfulNodeLogicalIds"], out["FailedNodeLogicalIds"] = ok_logical, failed_logical
     return ctx.ok(out)
+
+
+@handles("sagemaker", "BatchAddClusterNodes")
+def batch_add(ctx: Ctx) -> Response:
+    c = lookup(ctx, ctx.params["ClusterName"])
+    if c["ClusterStatus"] in ("Creating", "Deleting", "Failed"):
+        raise AwsError("ValidationException", f"Cluster {c['ClusterName']} is in {c['ClusterStatus']} status.", 400)
+    if c.get("NodeProvisioningMode") != "Continuous":
+        raise AwsError(
+            "ValidationException",
+            "BatchAddClusterNodes is only supported for clusters with NodeProvisioningMode set to Continuous.",
+            400,
+        )
+    ok: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
+    for req in ctx.params.get("NodesToAdd") or []:
+        name, count = req["InstanceGroupName"], int(req["IncrementTargetCountBy"])
+        g = c["_groups"].get(name)
+        code, message = None, ""
+        if g is None:
+            code, message = (
+                "InstanceGroupNotFound",
+                f"Instance group {name} does not exist in cluster {c['ClusterName']}.",
+            )
+        elif g["Status"] not in ("InService", "Updating"):
+            code, message = "InvalidInstanceGroupStatus", f"Instance group {name} is in {g['Status']} status."
+        elif req.get("InstanceTypes") and g["spec"]["InstanceType"] not in req["InstanceTypes"]:
+            code, message = "IncompatibleInstanceTypes", f"Instance group {name} uses {g['spec']['InstanceType']}."
+        elif req.get("AvailabilityZones") and not set(req["AvailabilityZones"]) & _zones(ctx, c, g):
+            code, message = "IncompatibleAvailabilityZones", f"Instance group {name} has no subnet in those zones."
+        if code is None:
+            added = add_nodes(ctx.world, ctx.account, ctx.region, c, g, count)
+            if isinstance(added, str):
+                code, message = "IncompatibleAvailabilityZones", added
+            else:
+                ok += [
+                    {"NodeLogicalId": n["NodeLogicalId"], "InstanceGroupName": name, "Status": n["Status"]}
+                    for n in added
+                ]
+                continue
+        failed.append({"InstanceGroupName": name, "ErrorCode": code, "FailedCount": count, "Message": message})
+    return ctx.ok({"Successful": ok, "Failed": failed})
+
+
+def _zones(ctx: Ctx, c: dict[str, Any], g: dict[str, Any]) -> set[str]:
+    spec = g["spec"]
+    subnets = (spec.get("OverrideVpcConfig") or {}).get("Subnets") or (c.get("VpcConfig") or {}).get("Subnets") or []
+    return {subnet_zone(ctx.account, ctx.region, s) for s in subnets}
 
 
 @handles("sagemaker", "BatchRebootClusterNodes")

@@ -10,6 +10,7 @@ from typing import Any
 
 from sandbox.aws.eks_clusters import subnet_zone
 from sandbox.aws.handlers import Ctx
+from sandbox.aws.hyperpod import settings
 from sandbox.aws.protocol import AwsError
 from sandbox.aws.world import World
 
@@ -209,11 +210,7 @@ def _group_view(c: dict[str, Any], g: dict[str, Any]) -> dict[str, Any]:
 def describe(c: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in c.items() if not k.startswith("_")}
     out["InstanceGroups"] = [_group_view(c, g) for g in c["_groups"].values()]
-    if c.get("AutoScaling"):
-        out["AutoScaling"] = {
-            **c["AutoScaling"],
-            "Status": "InService" if c["ClusterStatus"] != "Creating" else "Creating",
-        }
+    settings.view(c, out)
     return out
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sandbox.aws.hyperpod import settings
 from sandbox.aws.hyperpod.capacity import new_node, plan_usage
 from sandbox.aws.hyperpod.store import event, table
 from sandbox.aws.world import World
@@ -115,6 +116,7 @@ def _finish_op(world: World, tbl: dict[str, Any], name: str, c: dict[str, Any], 
         for g in c["_groups"].values():
             g["Status"] = "Failed" if g.get("_fail") or c.get("_fail") else "InService"
         c["_nodes"].clear()
+        settings.settle(world, c, failed=c["FailureMessage"])
         event(world, c, f"Cluster {name} creation failed: {c['FailureMessage']}", "Error")
         return
     for n in c["_nodes"].values():  # anything still coming up is up once the operation completes
@@ -131,6 +133,7 @@ def _finish_op(world: World, tbl: dict[str, Any], name: str, c: dict[str, Any], 
             g["Status"] = "Failed"
         else:
             g["Status"] = "InService"
+    settings.settle(world, c)
     c["ClusterStatus"] = "InService"
     if failures:
         c["FailureMessage"] = failures[0]

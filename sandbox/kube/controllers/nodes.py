@@ -84,6 +84,12 @@ def _resources(n: dict[str, Any]) -> tuple[Obj, Obj]:
     return cap, alloc
 
 
+def resources_of(n: dict[str, Any]) -> tuple[Obj, Obj]:
+    """Capacity and allocatable of a node description (the Karpenter simulation sizes nodes that
+    have not launched yet the same way)."""
+    return _resources(n)
+
+
 def _taints(labels: dict[str, str], ready: bool, given: list[Obj] | None = None) -> list[Obj]:
     out = [
         {k: v for k, v in t.items() if k in ("key", "value", "effect") and v not in (None, "")}

@@ -7,7 +7,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from sandbox.aws import lifecycle
-from tests.sandbox.conftest import eks_cluster, hyperpod, slow_time, wait_for
+from tests.sandbox.conftest import autoscaling_role, eks_cluster, hyperpod, slow_time, wait_for
 
 
 def _status(acct, name):
@@ -42,6 +42,7 @@ def test_create_keeps_fields_and_nodes_progress(account, sandbox):
         NodeRecovery="Automatic",
         NodeProvisioningMode="Continuous",
         AutoScaling={"Mode": "Enable", "AutoScalerType": "Karpenter"},
+        ClusterRole=autoscaling_role(account),
     )
     d = account.sagemaker.describe_cluster(ClusterName="hp")
     assert d["ClusterArn"] == arn and d["ClusterStatus"] == "Creating"

@@ -14,7 +14,7 @@ from kubernetes.client.exceptions import ApiException
 from .conftest import KEY, Kube, gpu_node, wait_for
 
 TRAINING = "amazon-sagemaker-hyperpod-training-operator"
-INFERENCE = "amazon-sagemaker-hyperpod-inference-operator"
+INFERENCE = "amazon-sagemaker-hyperpod-inference"
 G, V, P = "sagemaker.amazonaws.com", "v1", "hyperpodpytorchjobs"
 
 
@@ -157,12 +157,16 @@ def test_hyperpod_schema_and_operator_absent(world_factory: Callable[..., Kube])
         kube.custom.create_namespaced_custom_object(G, V, "default", P, bad)
     fields = {c["field"] for c in json.loads(e.value.body)["details"]["causes"]}
     assert fields == {"spec.replicaSpecs[0].replicas", "spec.runPolicy.cleanPodPolicy"}
-    # operator removed: the CRD stays, objects are accepted but nothing reconciles them
+    # operator removed (as `aws eks delete-addon`): its CRD goes, and the jobs with it
+    kube.custom.create_namespaced_custom_object(G, V, "default", P, hpjob("doomed"))
     kube.world.set_addons(KEY, set())
-    kube.custom.create_namespaced_custom_object(G, V, "default", P, hpjob("orphan"))
-    time.sleep(0.3)
-    assert "status" not in _get(kube, "orphan")
-    assert kube.core.list_namespaced_pod("default").items == []
+    with pytest.raises(ApiException) as e:
+        kube.custom.list_namespaced_custom_object(G, V, "default", P)
+    assert e.value.status == 404
+    assert json.loads(e.value.body)["message"] == "the server could not find the requested resource"
+    with pytest.raises(ApiException) as e:
+        kube.ext.read_custom_resource_definition("hyperpodpytorchjobs.sagemaker.amazonaws.com")
+    assert e.value.status == 404
 
 
 def _rayjob(name: str) -> dict[str, Any]:
