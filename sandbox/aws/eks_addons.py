@@ -176,7 +176,9 @@ def describe_addon_versions(ctx: Ctx) -> Response:
 def describe_addon_configuration(ctx: Ctx) -> Response:
     name = ctx.req.q("addonName") or ""
     version = ctx.req.q("addonVersion") or ""
-    spec = _spec(name)
+    spec = CATALOG.get(name)
+    if spec is None:
+        raise AwsError("ResourceNotFoundException", f"Addon {name} not found", 404, {"addonName": name})
     if version not in {v.format(k8s=k) for v in spec.versions for k in K8S_VERSIONS}:
         raise _invalid(f"Addon version {version} specified is not supported for addon {name}", addon=name)
     pod_identity = [

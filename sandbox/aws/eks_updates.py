@@ -1,14 +1,12 @@
 """EKS updates: UpdateClusterVersion (ACTIVE -> UPDATING -> ACTIVE), DescribeUpdate / ListUpdates for
 every update we hand out (cluster version, add-on, nodegroup config), DescribeClusterVersions,
-DescribeAddonConfiguration, UpdateAccessEntry and UpdatePodIdentityAssociation."""
+UpdateAccessEntry and UpdatePodIdentityAssociation. (DescribeAddonConfiguration is in eks_addons.py.)"""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from sandbox.aws.eks_access import _entry, _pia, _view
-from sandbox.aws.eks_addons import CATALOG
 from sandbox.aws.eks_clusters import moto_cluster, require_active_cluster
 from sandbox.aws.eks_update_log import record_update, view
 from sandbox.aws.handlers import Ctx, handles
@@ -106,32 +104,6 @@ def describe_cluster_versions(ctx: Ctx) -> Response:
             }
         )
     return ctx.ok({"clusterVersions": out})
-
-
-@handles("eks", "DescribeAddonConfiguration")
-def describe_addon_configuration(ctx: Ctx) -> Response:
-    name = ctx.req.q("addonName") or ""
-    if name not in CATALOG:
-        raise AwsError("ResourceNotFoundException", f"Addon {name} not found", 404)
-    schema = {
-        "$schema": "http://json-schema.org/draft-07/schema#",
-        "type": "object",
-        "additionalProperties": True,
-        "properties": {
-            "resources": {"type": "object"},
-            "tolerations": {"type": "array"},
-            "nodeSelector": {"type": "object"},
-            "replicaCount": {"type": "integer"},
-        },
-    }
-    return ctx.ok(
-        {
-            "addonName": name,
-            "addonVersion": ctx.req.q("addonVersion"),
-            "configurationSchema": json.dumps(schema),
-            "podIdentityConfiguration": [],
-        }
-    )
 
 
 @handles("eks", "UpdateAccessEntry")

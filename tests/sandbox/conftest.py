@@ -5,6 +5,7 @@ These tests never import Django."""
 
 from __future__ import annotations
 
+import base64
 import random
 import sys
 import time
@@ -165,7 +166,11 @@ def autoscaling_role(acct: Account, name: str = "hyperpod-karpenter", allow: boo
     trust = {
         "Version": "2012-10-17",
         "Statement": [
-            {"Effect": "Allow", "Principal": {"Service": "hyperpod.sagemaker.amazonaws.com"}, "Action": "sts:AssumeRole"}
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "hyperpod.sagemaker.amazonaws.com"},
+                "Action": "sts:AssumeRole",
+            }
         ],
     }
     acct.iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))
@@ -221,3 +226,48 @@ def hyperpod(
         VpcConfig={"SecurityGroupIds": [eks["net"]["sg"]], "Subnets": eks["net"]["subnets"][1:2]},
         **extra,
     )["ClusterArn"]
+
+
+def eks_token(acct, cluster: str) -> str:
+    """The token `aws eks get-token` makes: a presigned STS GetCallerIdentity URL."""
+    from botocore.signers import RequestSigner
+
+    sts = acct.client("sts")
+    signer = RequestSigner(
+        sts.meta.service_model.service_id, "us-west-2", "sts", "v4", sts._request_signer._credentials, sts.meta.events
+    )
+    url = signer.generate_presigned_url(
+        {
+            "method": "GET",
+            "url": f"{acct.endpoint}/?Action=GetCallerIdentity&Version=2011-06-15",
+            "body": {},
+            "headers": {"x-k8s-aws-id": cluster},
+            "context": {},
+        },
+        region_name="us-west-2",
+        expires_in=60,
+        operation_name="",
+    )
+    return "k8s-aws-v1." + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
+
+
+def kube_client(acct: Account, eks: dict[str, Any]) -> Any:
+    """The official kubernetes client for an EKS cluster of the sandbox, authenticated as the product is."""
+    from kubernetes import client
+
+    cfg = client.Configuration(host=eks["endpoint"])
+    cfg.api_key = {"authorization": f"Bearer {eks_token(acct, eks['name'])}"}
+    return client.ApiClient(cfg)
+
+
+def control(sb: Sandbox, method: str, path: str, body: Any = None) -> Any:
+    """A call to the sandbox's control API (/_sandbox/...), as a test harness or the product's tests make it."""
+    import json
+    import urllib.request
+
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(
+        f"{sb.aws_endpoint}/_sandbox/{path}", data=data, method=method, headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(req, timeout=5) as r:
+        return json.loads(r.read())

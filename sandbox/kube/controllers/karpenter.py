@@ -677,7 +677,8 @@ def _consolidate(
         g = (n["metadata"].get("labels") or {}).get(GROUP_LABEL)
         if g and not _disrupted(n):
             live[g] = live.get(g, 0) + 1
-    for name, node in sorted(nodes.items()):
+    # its own nodes (those of NodeClaims) first; nodes the group had before Karpenter after them
+    for name, node in sorted(nodes.items(), key=lambda kv: (kv[0] not in claim_of, kv[0])):
         labels = node["metadata"].get("labels") or {}
         gname = labels.get(GROUP_LABEL)
         pool = pool_of_group.get(gname or "")

@@ -9,18 +9,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from tests.sandbox.conftest import Account, eks_cluster
-
-
-def _control(sandbox, method: str, path: str, body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(
-        f"{sandbox.aws_endpoint}/_sandbox/{path}",
-        data=data,
-        method=method,
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(req, timeout=5) as r:
-        return json.loads(r.read())
+from tests.sandbox.conftest import control as _control
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import urllib.error
 import urllib.request
@@ -10,30 +9,7 @@ import urllib.request
 import pytest
 
 from sandbox.server import _NullKube
-from tests.sandbox.conftest import eks_cluster, hyperpod, wait_for
-
-
-def eks_token(acct, cluster: str) -> str:
-    """The token `aws eks get-token` makes: a presigned STS GetCallerIdentity URL."""
-    from botocore.signers import RequestSigner
-
-    sts = acct.client("sts")
-    signer = RequestSigner(
-        sts.meta.service_model.service_id, "us-west-2", "sts", "v4", sts._request_signer._credentials, sts.meta.events
-    )
-    url = signer.generate_presigned_url(
-        {
-            "method": "GET",
-            "url": f"{acct.endpoint}/?Action=GetCallerIdentity&Version=2011-06-15",
-            "body": {},
-            "headers": {"x-k8s-aws-id": cluster},
-            "context": {},
-        },
-        region_name="us-west-2",
-        expires_in=60,
-        operation_name="",
-    )
-    return "k8s-aws-v1." + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
+from tests.sandbox.conftest import eks_cluster, eks_token, hyperpod, wait_for
 
 
 def _get(url: str, token: str) -> dict:

@@ -4,7 +4,6 @@ HyperPod inference (InferenceEndpointConfig) and KEDA (ScaledObject)."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
