@@ -60,7 +60,8 @@ def set_groups(c: Cluster, groups: dict[str, Obj] | None) -> None:
             body["metadata"]["labels"] = {OWNER_LABEL: OWNER}
             c.create(rt, body)
         elif groups is None and present is not None:
-            c.delete(rt, "", name)
+            if (present["metadata"].get("labels") or {}).get(OWNER_LABEL) == OWNER:
+                c.delete(rt, "", name)  # ours only: an open-source Karpenter someone installed keeps its CRDs
     if groups is None:
         st.pop("decisions", None)
 
@@ -185,12 +186,15 @@ class _Pool:
         self.requirements = list(tspec.get("requirements") or [])
         self.ref = tspec.get("nodeClassRef") or {}
         self.weight = int(spec.get("weight") or 0)
-        self.limits = {k: parse_quantity(v) for k, v in (spec.get("limits") or {}).items()}
         dis = spec.get("disruption") or {}
         self.policy = dis.get("consolidationPolicy", "WhenEmptyOrUnderutilized")
         self.after = _duration(dis.get("consolidateAfter", "0s"))
         self.budgets = [b.get("nodes", "10%") for b in dis.get("budgets") or [{"nodes": "10%"}]]
         self.errors = _validation_errors(obj)
+        try:
+            self.limits = {k: parse_quantity(v) for k, v in (spec.get("limits") or {}).items()}
+        except ValueError as e:  # one bad pool must not stop the others
+            self.limits, self.errors = {}, [*self.errors, f"limits: {e}"]
         cls = classes.get(self.ref.get("name", "")) if self.ref.get("group") == NODECLASS_GROUP else None
         self.nodeclass = cls
         self.class_ready = bool(cls and _class_problem(cls, groups) is None)

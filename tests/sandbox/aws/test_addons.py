@@ -191,6 +191,18 @@ def test_inference_addon_needs_csi_drivers_cert_manager_and_metrics_server(accou
             "alb": {"enabled": False},
         }
     )
+    iec = ("inference.sagemaker.aws.amazon.com", "v1", "default", "inferenceendpointconfigs")
+    with pytest.raises(ApiException) as e:
+        client.CustomObjectsApi(api).create_namespaced_custom_object(
+            *iec,
+            {
+                "apiVersion": "inference.sagemaker.aws.amazon.com/v1",
+                "kind": "InferenceEndpointConfig",
+                "metadata": {"name": "x"},
+                "spec": {},
+            },
+        )
+    assert e.value.status == 404
     account.eks.create_addon(clusterName="ml", addonName=INFERENCE, configurationValues=config)
     failed = _settled(account, "ml", INFERENCE)
     assert failed["status"] == "CREATE_FAILED"
