@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import ApiError
+from ..resources import BUILTIN
 from ..store import CRD_GR, Cluster
 from ..util import clone
 from .addons import INFERENCE_ADDON, TRAINING_ADDON, addon_objects
@@ -81,8 +82,13 @@ def preload(names: Iterable[str]) -> None:
                 load_crd(obj)
 
 
+# add-ons only install built-in kinds (CRDs included): a dict instead of a scan, since this runs
+# for every object of every add-on of every cluster on every tick
+_BUILTIN_KINDS = {(rt.api_version, rt.kind): rt for rt in BUILTIN}
+
+
 def _where(c: Cluster, obj: Obj) -> tuple[Any, str, str] | None:
-    rt = c.type_for_kind(obj["apiVersion"], obj["kind"])
+    rt = _BUILTIN_KINDS.get((obj["apiVersion"], obj["kind"]))
     if rt is None:
         return None
     ns = (obj["metadata"].get("namespace") or "default") if rt.namespaced else ""
