@@ -48,6 +48,7 @@ class AwsApp:
             eks_access,
             eks_addons,
             eks_clusters,
+            eks_tags,
             eks_updates,
             hyperpod,
             iam_ext,

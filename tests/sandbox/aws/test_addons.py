@@ -301,8 +301,23 @@ def test_addon_owned_pod_identity_associations_go_with_the_addon_only(account):
         ],
     )
     standalone = account.eks.create_pod_identity_association(
-        clusterName="ml", namespace="aws-hyperpod", serviceAccount="checkpoint-writer", roleArn=role(account, "ckpt")
+        clusterName="ml",
+        namespace="aws-hyperpod",
+        serviceAccount="checkpoint-writer",
+        roleArn=role(account, "ckpt"),
+        tags={"instantstart:feature": "tiered_checkpointing"},
     )["association"]
+    # what a cleanup check reads: the tags of the association and of the add-on
+    assert account.eks.list_tags_for_resource(resourceArn=standalone["associationArn"])["tags"] == {
+        "instantstart:feature": "tiered_checkpointing"
+    }
+    addon_arn = _status(account, "ml", TRAINING)["addonArn"]
+    account.eks.tag_resource(resourceArn=addon_arn, tags={"instantstart:feature": "training_operator"})
+    assert account.eks.list_tags_for_resource(resourceArn=addon_arn)["tags"] == {
+        "instantstart:feature": "training_operator"
+    }
+    account.eks.untag_resource(resourceArn=addon_arn, tagKeys=["instantstart:feature"])
+    assert _status(account, "ml", TRAINING)["tags"] == {}
     owned = account.eks.list_pod_identity_associations(
         clusterName="ml", namespace="aws-hyperpod", serviceAccount="hp-training-operator-controller-manager"
     )["associations"]
