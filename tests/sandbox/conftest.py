@@ -271,3 +271,63 @@ def control(sb: Sandbox, method: str, path: str, body: Any = None) -> Any:
     )
     with urllib.request.urlopen(req, timeout=5) as r:
         return json.loads(r.read())
+
+
+def _aws_cli_path() -> str | None:
+    import shutil
+
+    beside = Path(sys.executable).parent / "aws"
+    return str(beside) if beside.exists() else shutil.which("aws")
+
+
+AWS_CLI = _aws_cli_path()
+
+
+def aws_cli(sb: Sandbox, acct: Account, *args: str) -> Any:
+    """Run the aws CLI against the sandbox as `acct` (JSON output, parsed); fails the test on an error."""
+    import json
+    import os
+    import subprocess
+
+    assert AWS_CLI, "aws CLI not installed"
+    env = {
+        **os.environ,
+        "AWS_ACCESS_KEY_ID": acct.creds["AccessKeyId"],
+        "AWS_SECRET_ACCESS_KEY": acct.creds["SecretAccessKey"],
+        "AWS_SESSION_TOKEN": acct.creds["SessionToken"],
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_CONFIG_FILE": "/dev/null",
+        "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
+    }
+    out = subprocess.run(
+        [AWS_CLI, "--endpoint-url", sb.aws_endpoint, *args, "--output", "json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout) if out.stdout.strip() else {}
+
+
+def nodepool_manifest(name: str, nodeclass: str, **spec: Any) -> dict[str, Any]:
+    """A NodePool of HyperPod's managed Karpenter for a HyperpodNodeClass (empty nodes go after 30 s)."""
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": name},
+        "spec": {
+            "template": {
+                "spec": {
+                    "nodeClassRef": {
+                        "group": "karpenter.sagemaker.amazonaws.com",
+                        "kind": "HyperpodNodeClass",
+                        "name": nodeclass,
+                    },
+                    "requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "Exists"}],
+                }
+            },
+            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s"},
+            **spec,
+        },
+    }

@@ -22,14 +22,12 @@ def delete_node(world: World, c: dict[str, Any], node: dict[str, Any], why: str 
     g = c["_groups"].get(node["InstanceGroupName"])
     if g:
         g["spec"]["InstanceCount"] = max(0, int(g["spec"].get("InstanceCount", 0)) - 1)
-    event(
-        world,
-        c,
-        f"Node {node['InstanceId']} delete requested.{' ' + why if why else ''}",
-        rtype="Instance",
-        group=node["InstanceGroupName"],
-        instance=node["InstanceId"],
-    )
+    node_event(world, c, node, "delete", why)
+
+
+def node_event(world: World, c: dict[str, Any], node: dict[str, Any], op: str, why: str = "") -> None:
+    text = f"Node {node['InstanceId']} {op} requested." + (f" {why}" if why else "")
+    event(world, c, text, rtype="Instance", group=node["InstanceGroupName"], instance=node["InstanceId"])
 
 
 def add_nodes(
@@ -103,16 +101,8 @@ def _batch(ctx: Ctx, op: str) -> Response:
             )
         else:
             delete_node(world, c, node)
-            (ok if kind == "id" else ok_logical).append(ident)
-            continue
-        event(
-            world,
-            c,
-            f"Node {node['InstanceId']} {op} requested.",
-            rtype="Instance",
-            group=node["InstanceGroupName"],
-            instance=node["InstanceId"],
-        )
+        if op != "delete":
+            node_event(world, c, node, op)
         (ok if kind == "id" else ok_logical).append(ident)
     out: dict[str, Any] = {"Successful": ok, "Failed": failed}
     if ctx.params.get("NodeLogicalIds"):

@@ -22,6 +22,23 @@ HPJ_GROUP = "sagemaker.amazonaws.com"
 HPJ_GR = f"{HPJ_GROUP}/hyperpodpytorchjobs"
 
 
+def root_schema(spec: Obj, status: Obj, required: tuple[str, ...] = ()) -> Obj:
+    """The openAPIV3Schema of a kind: apiVersion, kind, metadata, and its spec and status."""
+    out: Obj = {
+        "type": "object",
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": spec,
+            "status": status,
+        },
+    }
+    if required:
+        out["required"] = list(required)
+    return out
+
+
 def _int(desc: str = "", minimum: int | None = None) -> Obj:
     s: Obj = {"type": "integer", "format": "int32"}
     if desc:
@@ -34,116 +51,110 @@ def _int(desc: str = "", minimum: int | None = None) -> Obj:
 _PRESERVE = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 
 # Written from the HyperPod CLI's models (no public CRD file exists); see reference README.
-HYPERPOD_PYTORCHJOB_SCHEMA: Obj = {
-    "type": "object",
-    "properties": {
-        "apiVersion": {"type": "string"},
-        "kind": {"type": "string"},
-        "metadata": {"type": "object"},
-        "spec": {
-            "type": "object",
-            "required": ["replicaSpecs"],
-            "properties": {
-                "nprocPerNode": {
-                    "x-kubernetes-int-or-string": True,
-                    "description": "processes per node: a number, or auto/gpu",
-                },
-                "replicaSpecs": {
-                    "type": "array",
-                    "minItems": 1,
-                    "items": {
-                        "type": "object",
-                        "required": ["name", "template"],
-                        "properties": {
-                            "name": {"type": "string", "minLength": 1},
-                            "replicas": _int("pods of this replica spec", 0),
-                            "maxReplicas": _int("", 0),
-                            "spares": _int("", 0),
-                            "template": dict(
-                                _PRESERVE, description="a pod template", **{"x-kubernetes-embedded-resource": False}
-                            ),
-                        },
-                    },
-                },
-                "runPolicy": {
+HYPERPOD_PYTORCHJOB_SCHEMA: Obj = root_schema(
+    spec={
+        "type": "object",
+        "required": ["replicaSpecs"],
+        "properties": {
+            "nprocPerNode": {
+                "x-kubernetes-int-or-string": True,
+                "description": "processes per node: a number, or auto/gpu",
+            },
+            "replicaSpecs": {
+                "type": "array",
+                "minItems": 1,
+                "items": {
                     "type": "object",
+                    "required": ["name", "template"],
                     "properties": {
-                        "jobMaxRetryCount": _int("job-level retries before the job fails", 0),
-                        "cleanPodPolicy": {"type": "string", "enum": ["All", "Running", "None"]},
-                        "activeDeadlineSeconds": {"type": "integer", "format": "int64", "minimum": 0},
-                        "faultDeadlineSeconds": {"type": "integer", "format": "int64", "minimum": 0},
-                        "startupDeadlineSeconds": {"type": "integer", "format": "int64", "minimum": 0},
-                        "ttlSecondsAfterFinished": _int("", 0),
-                        "suspend": {"type": "boolean"},
-                        "restartPolicy": {
-                            "type": "object",
-                            "properties": {
-                                "numRestartBeforeFullJobRestart": _int("", 0),
-                                "evalPeriodSeconds": _int("", 0),
-                                "maxFullJobRestarts": _int("", 0),
-                                "maxNumRepeatOffendersToAvoid": _int("", 0),
-                            },
-                        },
-                        "logMonitoringConfiguration": {
-                            "type": "array",
-                            "items": {
-                                "type": "object",
-                                "required": ["name"],
-                                "properties": {
-                                    "name": {"type": "string"},
-                                    "logPattern": {"type": "string"},
-                                    "expectedStartCutOffInSeconds": _int("", 0),
-                                    "expectedRecurringFrequencyInSeconds": _int("", 0),
-                                    "metricThreshold": {"type": "number"},
-                                    "operator": {"type": "string"},
-                                    "metricEvaluationDataPoints": _int("", 1),
-                                    "stopPattern": {"type": "string"},
-                                },
-                            },
-                        },
-                    },
-                },
-                "elasticPolicy": {
-                    "type": "object",
-                    "properties": {
-                        "minReplicas": _int("", 0),
+                        "name": {"type": "string", "minLength": 1},
+                        "replicas": _int("pods of this replica spec", 0),
                         "maxReplicas": _int("", 0),
-                        "replicaIncrementStep": _int("", 1),
-                        "replicaDiscreteValues": {"type": "array", "items": {"type": "integer"}},
-                        "scalingTimeoutInSeconds": _int("", 0),
-                        "gracefulShutdownTimeoutInSeconds": _int("", 0),
+                        "spares": _int("", 0),
+                        "template": dict(
+                            _PRESERVE, description="a pod template", **{"x-kubernetes-embedded-resource": False}
+                        ),
                     },
                 },
             },
-        },
-        "status": {
-            "type": "object",
-            "x-kubernetes-preserve-unknown-fields": True,
-            "properties": {
-                "conditions": {
-                    "type": "array",
-                    "items": {
+            "runPolicy": {
+                "type": "object",
+                "properties": {
+                    "jobMaxRetryCount": _int("job-level retries before the job fails", 0),
+                    "cleanPodPolicy": {"type": "string", "enum": ["All", "Running", "None"]},
+                    "activeDeadlineSeconds": {"type": "integer", "format": "int64", "minimum": 0},
+                    "faultDeadlineSeconds": {"type": "integer", "format": "int64", "minimum": 0},
+                    "startupDeadlineSeconds": {"type": "integer", "format": "int64", "minimum": 0},
+                    "ttlSecondsAfterFinished": _int("", 0),
+                    "suspend": {"type": "boolean"},
+                    "restartPolicy": {
                         "type": "object",
-                        "required": ["type", "status"],
                         "properties": {
-                            "type": {"type": "string"},
-                            "status": {"type": "string"},
-                            "reason": {"type": "string"},
-                            "message": {"type": "string"},
-                            "lastTransitionTime": {"type": "string", "format": "date-time"},
+                            "numRestartBeforeFullJobRestart": _int("", 0),
+                            "evalPeriodSeconds": _int("", 0),
+                            "maxFullJobRestarts": _int("", 0),
+                            "maxNumRepeatOffendersToAvoid": _int("", 0),
+                        },
+                    },
+                    "logMonitoringConfiguration": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["name"],
+                            "properties": {
+                                "name": {"type": "string"},
+                                "logPattern": {"type": "string"},
+                                "expectedStartCutOffInSeconds": _int("", 0),
+                                "expectedRecurringFrequencyInSeconds": _int("", 0),
+                                "metricThreshold": {"type": "number"},
+                                "operator": {"type": "string"},
+                                "metricEvaluationDataPoints": _int("", 1),
+                                "stopPattern": {"type": "string"},
+                            },
                         },
                     },
                 },
-                "restartCount": {"type": "integer"},
-                "restartStatus": _PRESERVE,
-                "latestFaultyPodInstanceList": {"type": "array", "items": _PRESERVE},
-                "elasticScalingStatus": _PRESERVE,
-                "startTime": {"type": "string"},
-                "completionTime": {"type": "string"},
+            },
+            "elasticPolicy": {
+                "type": "object",
+                "properties": {
+                    "minReplicas": _int("", 0),
+                    "maxReplicas": _int("", 0),
+                    "replicaIncrementStep": _int("", 1),
+                    "replicaDiscreteValues": {"type": "array", "items": {"type": "integer"}},
+                    "scalingTimeoutInSeconds": _int("", 0),
+                    "gracefulShutdownTimeoutInSeconds": _int("", 0),
+                },
             },
         },
     },
-}
+    status={
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": True,
+        "properties": {
+            "conditions": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["type", "status"],
+                    "properties": {
+                        "type": {"type": "string"},
+                        "status": {"type": "string"},
+                        "reason": {"type": "string"},
+                        "message": {"type": "string"},
+                        "lastTransitionTime": {"type": "string", "format": "date-time"},
+                    },
+                },
+            },
+            "restartCount": {"type": "integer"},
+            "restartStatus": _PRESERVE,
+            "latestFaultyPodInstanceList": {"type": "array", "items": _PRESERVE},
+            "elasticScalingStatus": _PRESERVE,
+            "startTime": {"type": "string"},
+            "completionTime": {"type": "string"},
+        },
+    },
+)
 
 HYPERPOD_PYTORCHJOB_CRD: Obj = {
     "apiVersion": "apiextensions.k8s.io/v1",
@@ -171,8 +182,20 @@ HYPERPOD_PYTORCHJOB_CRD: Obj = {
 }
 
 
-def simple_crd(group: str, kind: str, plural: str, scope: str = "Namespaced", version: str = "v1", **names: Any) -> Obj:
-    """A CRD whose schema keeps every field (for kinds the sandbox serves but does not validate)."""
+def crd(
+    group: str,
+    kind: str,
+    plural: str,
+    schema: Obj,
+    scope: str = "Namespaced",
+    columns: list[Obj] | None = None,
+    **names: Any,
+) -> Obj:
+    """A one-version (v1) CRD with a status subresource, as the operators we write register them."""
+    version: Obj = {"name": "v1", "served": True, "storage": True, "subresources": {"status": {}}}
+    if columns:
+        version["additionalPrinterColumns"] = columns
+    version["schema"] = {"openAPIV3Schema": schema}
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -181,17 +204,14 @@ def simple_crd(group: str, kind: str, plural: str, scope: str = "Namespaced", ve
             "group": group,
             "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower(), **names},
             "scope": scope,
-            "versions": [
-                {
-                    "name": version,
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-                }
-            ],
+            "versions": [version],
         },
     }
+
+
+def simple_crd(group: str, kind: str, plural: str, scope: str = "Namespaced", **names: Any) -> Obj:
+    """A CRD whose schema keeps every field (for kinds the sandbox serves but does not validate)."""
+    return crd(group, kind, plural, {"type": "object", "x-kubernetes-preserve-unknown-fields": True}, scope, **names)
 
 
 CERT_MANAGER_CRDS: list[Obj] = [

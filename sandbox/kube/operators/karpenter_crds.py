@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .crds import crd, root_schema
+
 Obj = dict[str, Any]
 
 KARPENTER_GROUP = "karpenter.sh"
@@ -85,158 +87,140 @@ _CONDITIONS = {
         },
     },
 }
-_NODEPOOL_SCHEMA: Obj = {
-    "type": "object",
-    "required": ["spec"],
-    "properties": {
-        "apiVersion": {"type": "string"},
-        "kind": {"type": "string"},
-        "metadata": {"type": "object"},
-        "spec": {
-            "type": "object",
-            "required": ["template"],
-            "properties": {
-                "disruption": {
-                    "type": "object",
-                    "default": {"consolidateAfter": "0s"},
-                    "required": ["consolidateAfter"],
-                    "properties": {
-                        "budgets": {
-                            "type": "array",
-                            "maxItems": 50,
-                            "default": [{"nodes": "10%"}],
-                            "items": {
-                                "type": "object",
-                                "required": ["nodes"],
-                                "properties": {
-                                    "duration": {
-                                        "type": "string",
-                                        "pattern": r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$",
-                                    },
-                                    "nodes": {
-                                        "type": "string",
-                                        "default": "10%",
-                                        "pattern": r"^((100|[0-9]{1,2})%|[0-9]+)$",
-                                    },
-                                    "reasons": {
-                                        "type": "array",
-                                        "items": {"type": "string", "enum": ["Underutilized", "Empty", "Drifted"]},
-                                    },
-                                    "schedule": {"type": "string"},
-                                },
-                            },
-                        },
-                        "consolidateAfter": dict(_DURATION, default="0s"),
-                        "consolidationPolicy": {
-                            "type": "string",
-                            "default": "WhenEmptyOrUnderutilized",
-                            "enum": ["WhenEmpty", "WhenEmptyOrUnderutilized"],
-                        },
-                    },
-                },
-                "limits": _RESOURCE_LIST,
-                "template": {
-                    "type": "object",
-                    "required": ["spec"],
-                    "properties": {
-                        "metadata": {
+_NODEPOOL_SCHEMA: Obj = root_schema(
+    required=("spec",),
+    spec={
+        "type": "object",
+        "required": ["template"],
+        "properties": {
+            "disruption": {
+                "type": "object",
+                "default": {"consolidateAfter": "0s"},
+                "required": ["consolidateAfter"],
+                "properties": {
+                    "budgets": {
+                        "type": "array",
+                        "maxItems": 50,
+                        "default": [{"nodes": "10%"}],
+                        "items": {
                             "type": "object",
+                            "required": ["nodes"],
                             "properties": {
-                                "annotations": {"type": "object", "additionalProperties": {"type": "string"}},
-                                "labels": {
-                                    "type": "object",
-                                    "maxProperties": 100,
-                                    "additionalProperties": dict(_LABEL_VALUE),
+                                "duration": {
+                                    "type": "string",
+                                    "pattern": r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$",
                                 },
-                            },
-                        },
-                        "spec": {
-                            "type": "object",
-                            "required": ["nodeClassRef", "requirements"],
-                            "properties": {
-                                "expireAfter": dict(_DURATION, default="720h"),
-                                "nodeClassRef": _NODECLASS_REF,
-                                "requirements": _REQUIREMENTS,
-                                "startupTaints": {"type": "array", "items": _TAINT},
-                                "taints": {"type": "array", "items": _TAINT},
+                                "nodes": {
+                                    "type": "string",
+                                    "default": "10%",
+                                    "pattern": r"^((100|[0-9]{1,2})%|[0-9]+)$",
+                                },
+                                "reasons": {
+                                    "type": "array",
+                                    "items": {"type": "string", "enum": ["Underutilized", "Empty", "Drifted"]},
+                                },
+                                "schedule": {"type": "string"},
                             },
                         },
                     },
-                },
-                "weight": {"type": "integer", "format": "int32", "minimum": 1, "maximum": 100},
-            },
-        },
-        "status": {
-            "type": "object",
-            "properties": {
-                "conditions": _CONDITIONS,
-                "nodeClassObservedGeneration": {"type": "integer", "format": "int64"},
-                "nodes": {"type": "integer", "format": "int64"},
-                "resources": _RESOURCE_LIST,
-            },
-        },
-    },
-}
-_NODECLAIM_SCHEMA: Obj = {
-    "type": "object",
-    "required": ["spec"],
-    "properties": {
-        "apiVersion": {"type": "string"},
-        "kind": {"type": "string"},
-        "metadata": {"type": "object"},
-        "spec": {
-            "type": "object",
-            "required": ["nodeClassRef", "requirements"],
-            "properties": {
-                "expireAfter": dict(_DURATION, default="720h"),
-                "nodeClassRef": _NODECLASS_REF,
-                "requirements": _REQUIREMENTS,
-                "resources": {"type": "object", "properties": {"requests": _RESOURCE_LIST}},
-                "startupTaints": {"type": "array", "items": _TAINT},
-                "taints": {"type": "array", "items": _TAINT},
-            },
-        },
-        "status": {
-            "type": "object",
-            "properties": {
-                "allocatable": _RESOURCE_LIST,
-                "capacity": _RESOURCE_LIST,
-                "conditions": _CONDITIONS,
-                "imageID": {"type": "string"},
-                "lastPodEventTime": {"type": "string", "format": "date-time"},
-                "nodeName": {"type": "string"},
-                "providerID": {"type": "string"},
-            },
-        },
-    },
-}
-_NODECLASS_SCHEMA: Obj = {
-    "type": "object",
-    "required": ["spec"],
-    "properties": {
-        "apiVersion": {"type": "string"},
-        "kind": {"type": "string"},
-        "metadata": {"type": "object"},
-        "spec": {
-            "type": "object",
-            "required": ["instanceGroups"],
-            "properties": {
-                "instanceGroups": {
-                    "type": "array",
-                    "minItems": 1,
-                    "maxItems": 10,
-                    "items": {
+                    "consolidateAfter": dict(_DURATION, default="0s"),
+                    "consolidationPolicy": {
                         "type": "string",
-                        "minLength": 1,
-                        "maxLength": 63,
-                        "pattern": r"^[a-zA-Z0-9](-*[a-zA-Z0-9])*$",
+                        "default": "WhenEmptyOrUnderutilized",
+                        "enum": ["WhenEmpty", "WhenEmptyOrUnderutilized"],
                     },
-                }
+                },
             },
+            "limits": _RESOURCE_LIST,
+            "template": {
+                "type": "object",
+                "required": ["spec"],
+                "properties": {
+                    "metadata": {
+                        "type": "object",
+                        "properties": {
+                            "annotations": {"type": "object", "additionalProperties": {"type": "string"}},
+                            "labels": {
+                                "type": "object",
+                                "maxProperties": 100,
+                                "additionalProperties": dict(_LABEL_VALUE),
+                            },
+                        },
+                    },
+                    "spec": {
+                        "type": "object",
+                        "required": ["nodeClassRef", "requirements"],
+                        "properties": {
+                            "expireAfter": dict(_DURATION, default="720h"),
+                            "nodeClassRef": _NODECLASS_REF,
+                            "requirements": _REQUIREMENTS,
+                            "startupTaints": {"type": "array", "items": _TAINT},
+                            "taints": {"type": "array", "items": _TAINT},
+                        },
+                    },
+                },
+            },
+            "weight": {"type": "integer", "format": "int32", "minimum": 1, "maximum": 100},
         },
-        "status": {"type": "object", "properties": {"conditions": _CONDITIONS}},
     },
-}
+    status={
+        "type": "object",
+        "properties": {
+            "conditions": _CONDITIONS,
+            "nodeClassObservedGeneration": {"type": "integer", "format": "int64"},
+            "nodes": {"type": "integer", "format": "int64"},
+            "resources": _RESOURCE_LIST,
+        },
+    },
+)
+_NODECLAIM_SCHEMA: Obj = root_schema(
+    required=("spec",),
+    spec={
+        "type": "object",
+        "required": ["nodeClassRef", "requirements"],
+        "properties": {
+            "expireAfter": dict(_DURATION, default="720h"),
+            "nodeClassRef": _NODECLASS_REF,
+            "requirements": _REQUIREMENTS,
+            "resources": {"type": "object", "properties": {"requests": _RESOURCE_LIST}},
+            "startupTaints": {"type": "array", "items": _TAINT},
+            "taints": {"type": "array", "items": _TAINT},
+        },
+    },
+    status={
+        "type": "object",
+        "properties": {
+            "allocatable": _RESOURCE_LIST,
+            "capacity": _RESOURCE_LIST,
+            "conditions": _CONDITIONS,
+            "imageID": {"type": "string"},
+            "lastPodEventTime": {"type": "string", "format": "date-time"},
+            "nodeName": {"type": "string"},
+            "providerID": {"type": "string"},
+        },
+    },
+)
+_NODECLASS_SCHEMA: Obj = root_schema(
+    required=("spec",),
+    spec={
+        "type": "object",
+        "required": ["instanceGroups"],
+        "properties": {
+            "instanceGroups": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": 10,
+                "items": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 63,
+                    "pattern": r"^[a-zA-Z0-9](-*[a-zA-Z0-9])*$",
+                },
+            }
+        },
+    },
+    status={"type": "object", "properties": {"conditions": _CONDITIONS}},
+)
 
 
 def _col(name: str, path: str, type_: str = "string", priority: int = 0) -> Obj:
@@ -247,32 +231,7 @@ def _col(name: str, path: str, type_: str = "string", priority: int = 0) -> Obj:
 
 
 def _crd(group: str, kind: str, plural: str, schema: Obj, columns: list[Obj]) -> Obj:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
-        "spec": {
-            "group": group,
-            "names": {
-                "categories": ["karpenter"],
-                "kind": kind,
-                "listKind": f"{kind}List",
-                "plural": plural,
-                "singular": kind.lower(),
-            },
-            "scope": "Cluster",
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "additionalPrinterColumns": columns,
-                    "schema": {"openAPIV3Schema": schema},
-                }
-            ],
-        },
-    }
+    return crd(group, kind, plural, schema, "Cluster", columns, categories=["karpenter"])
 
 
 _READY = '.status.conditions[?(@.type=="Ready")].status'

@@ -12,20 +12,24 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tests.sandbox.conftest import autoscaling_role, eks_cluster, hyperpod, kube_client, wait_for
+from tests.sandbox.conftest import autoscaling_role, eks_cluster, hyperpod, kube_client, nodepool_manifest, wait_for
 
 KARPENTER = ("karpenter.sh", "v1")
 NODECLASS = ("karpenter.sagemaker.amazonaws.com", "v1", "hyperpodnodeclasses")
 GPU = "ml.g5.8xlarge"
 
 
-def _cluster(account, sandbox, gpu_min: int = 0, **extra: Any) -> tuple[dict[str, Any], client.ApiClient]:
+def _cluster(
+    account, sandbox, gpu_min: int = 0, groups: list[dict[str, Any]] | None = None
+) -> tuple[dict[str, Any], client.ApiClient]:
+    """EKS + HyperPod with managed autoscaling InService: a static system group and a GPU group."""
     eks = eks_cluster(account, "ml")
     hyperpod(
         account,
         "hp",
         eks,
-        groups=[
+        groups=groups
+        or [
             {"InstanceGroupName": "system", "InstanceType": "ml.m5.2xlarge", "InstanceCount": 1},
             {"InstanceGroupName": "gpu", "InstanceType": GPU, "InstanceCount": gpu_min, "MinInstanceCount": gpu_min},
         ],
@@ -33,7 +37,6 @@ def _cluster(account, sandbox, gpu_min: int = 0, **extra: Any) -> tuple[dict[str
         NodeProvisioningMode="Continuous",
         AutoScaling={"Mode": "Enable", "AutoScalerType": "Karpenter"},
         ClusterRole=autoscaling_role(account),
-        **extra,
     )
     wait_for(lambda: account.sagemaker.describe_cluster(ClusterName="hp")["AutoScaling"]["Status"] == "InService")
     api = kube_client(account, eks)
@@ -50,26 +53,9 @@ def _served(api: client.ApiClient) -> bool:
 
 
 def _nodepool(name: str = "gpu-np", nodeclass: str = "gpu-nc", **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": name},
-        "spec": {
-            "template": {
-                "spec": {
-                    "nodeClassRef": {
-                        "group": "karpenter.sagemaker.amazonaws.com",
-                        "kind": "HyperpodNodeClass",
-                        "name": nodeclass,
-                    },
-                    "expireAfter": "Never",
-                    "requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "Exists"}],
-                }
-            },
-            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s"},
-            **spec,
-        },
-    }
+    pool = nodepool_manifest(name, nodeclass, **spec)
+    pool["spec"]["template"]["spec"]["expireAfter"] = "Never"
+    return pool
 
 
 def _apply_pool(api: client.ApiClient, groups: list[str], **spec: Any) -> None:
@@ -244,27 +230,11 @@ def test_karpenter_crds_only_while_autoscaling_is_in_service(account, sandbox):
 
 
 def test_nodeclass_with_spot_or_unknown_group_is_not_ready(account, sandbox):
-    eks = eks_cluster(account, "ml")
-    hyperpod(
-        account,
-        "hp",
-        eks,
-        groups=[
-            {"InstanceGroupName": "gpu", "InstanceType": GPU, "InstanceCount": 0},
-            {
-                "InstanceGroupName": "spot",
-                "InstanceType": GPU,
-                "InstanceCount": 0,
-                "CapacityRequirements": {"Spot": {}},
-            },
-        ],
-        NodeProvisioningMode="Continuous",
-        AutoScaling={"Mode": "Enable"},
-        ClusterRole=autoscaling_role(account),
-    )
-    wait_for(lambda: account.sagemaker.describe_cluster(ClusterName="hp")["AutoScaling"]["Status"] == "InService")
-    api = kube_client(account, eks)
-    wait_for(lambda: _served(api))
+    groups = [
+        {"InstanceGroupName": "gpu", "InstanceType": GPU, "InstanceCount": 0},
+        {"InstanceGroupName": "spot", "InstanceType": GPU, "InstanceCount": 0, "CapacityRequirements": {"Spot": {}}},
+    ]
+    _eks, api = _cluster(account, sandbox, groups=groups)
     custom = client.CustomObjectsApi(api)
     _apply_pool(api, ["gpu", "spot"])
 

@@ -5,42 +5,12 @@ and deletes them with the aws CLI pointed at the sandbox, as in their own accoun
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.sandbox.conftest import eks_cluster
+from tests.sandbox.conftest import AWS_CLI, aws_cli, eks_cluster
 
-AWS = (
-    str(Path(sys.executable).parent / "aws") if (Path(sys.executable).parent / "aws").exists() else shutil.which("aws")
-)
-pytestmark = pytest.mark.skipif(not AWS, reason="aws CLI not installed")
-
-
-def _cli(sandbox, account, *args: str) -> Any:
-    env = {
-        **os.environ,
-        "AWS_ACCESS_KEY_ID": account.creds["AccessKeyId"],
-        "AWS_SECRET_ACCESS_KEY": account.creds["SecretAccessKey"],
-        "AWS_SESSION_TOKEN": account.creds["SessionToken"],
-        "AWS_DEFAULT_REGION": "us-west-2",
-        "AWS_CONFIG_FILE": "/dev/null",
-        "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
-    }
-    out = subprocess.run(
-        [AWS, "--endpoint-url", sandbox.aws_endpoint, *args, "--output", "json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout) if out.stdout.strip() else {}
+pytestmark = pytest.mark.skipif(not AWS_CLI, reason="aws CLI not installed")
 
 
 def test_role_policy_trust_and_pod_identity_are_visible_and_deletable_with_the_cli(sandbox, account):
@@ -89,14 +59,14 @@ def test_role_policy_trust_and_pod_identity_are_visible_and_deletable_with_the_c
         Url=eks["identity"]["oidc"]["issuer"], ClientIDList=["sts.amazonaws.com"], ThumbprintList=["9" * 40]
     )["OpenIDConnectProviderArn"]
 
-    got = _cli(sandbox, account, "iam", "get-role", "--role-name", "ml-hpto")["Role"]
+    got = aws_cli(sandbox, account, "iam", "get-role", "--role-name", "ml-hpto")["Role"]
     assert got["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]["Service"] == "pods.eks.amazonaws.com"
-    assert _cli(sandbox, account, "iam", "list-role-policies", "--role-name", "ml-hpto")["PolicyNames"] == [
+    assert aws_cli(sandbox, account, "iam", "list-role-policies", "--role-name", "ml-hpto")["PolicyNames"] == [
         "describe-cluster-node"
     ]
-    attached = _cli(sandbox, account, "iam", "list-attached-role-policies", "--role-name", "ml-hpto")
+    attached = aws_cli(sandbox, account, "iam", "list-attached-role-policies", "--role-name", "ml-hpto")
     assert [p["PolicyName"] for p in attached["AttachedPolicies"]] == ["AmazonSageMakerHyperPodTrainingOperatorAccess"]
-    listed = _cli(
+    listed = aws_cli(
         sandbox,
         account,
         "eks",
@@ -112,11 +82,11 @@ def test_role_policy_trust_and_pod_identity_are_visible_and_deletable_with_the_c
     everything = account.eks.list_pod_identity_associations(clusterName="ml")["associations"]
     assert len(everything) == 2
     assert account.eks.list_pod_identity_associations(clusterName="other")["associations"] == []
-    providers = _cli(sandbox, account, "iam", "list-open-id-connect-providers")["OpenIDConnectProviderList"]
+    providers = aws_cli(sandbox, account, "iam", "list-open-id-connect-providers")["OpenIDConnectProviderList"]
     assert [p["Arn"] for p in providers] == [provider]
 
     # a platform engineer cleans up by hand
-    _cli(
+    aws_cli(
         sandbox,
         account,
         "eks",
@@ -126,7 +96,7 @@ def test_role_policy_trust_and_pod_identity_are_visible_and_deletable_with_the_c
         "--association-id",
         assoc["associationId"],
     )
-    _cli(
+    aws_cli(
         sandbox,
         account,
         "iam",
@@ -136,7 +106,7 @@ def test_role_policy_trust_and_pod_identity_are_visible_and_deletable_with_the_c
         "--policy-name",
         "describe-cluster-node",
     )
-    _cli(
+    aws_cli(
         sandbox,
         account,
         "iam",
@@ -146,12 +116,12 @@ def test_role_policy_trust_and_pod_identity_are_visible_and_deletable_with_the_c
         "--policy-arn",
         "arn:aws:iam::aws:policy/AmazonSageMakerHyperPodTrainingOperatorAccess",
     )
-    _cli(sandbox, account, "iam", "delete-open-id-connect-provider", "--open-id-connect-provider-arn", provider)
+    aws_cli(sandbox, account, "iam", "delete-open-id-connect-provider", "--open-id-connect-provider-arn", provider)
     left = account.eks.list_pod_identity_associations(clusterName="ml", namespace="aws-hyperpod")["associations"]
     assert left == []
     assert account.iam.list_role_policies(RoleName="ml-hpto")["PolicyNames"] == []
     tiered = next(a for a in everything if a["serviceAccount"] == "tiered-storage-sa")
     account.eks.delete_pod_identity_association(clusterName="ml", associationId=tiered["associationId"])
-    _cli(sandbox, account, "iam", "delete-role", "--role-name", "ml-hpto")
+    aws_cli(sandbox, account, "iam", "delete-role", "--role-name", "ml-hpto")
     assert "ml-hpto" not in {r["RoleName"] for r in account.iam.list_roles()["Roles"]}
     assert account.iam.list_open_id_connect_providers()["OpenIDConnectProviderList"] == []

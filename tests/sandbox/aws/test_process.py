@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from tests.sandbox.conftest import ROOT, eks_cluster
+from tests.sandbox.conftest import AWS_CLI, ROOT, aws_cli, eks_cluster
 
 
 def test_python_m_sandbox_prints_json_and_saves_on_sigterm(tmp_path):
@@ -41,46 +39,8 @@ def test_python_m_sandbox_prints_json_and_saves_on_sigterm(tmp_path):
     assert (state / "aws-state.pickle").exists()
 
 
-@pytest.mark.skipif(
-    not (Path(sys.executable).parent / "aws").exists() and not shutil.which("aws"), reason="aws CLI not installed"
-)
+@pytest.mark.skipif(not AWS_CLI, reason="aws CLI not installed")
 def test_aws_cli_with_endpoint_url(sandbox, account):
     eks_cluster(account, "cli")
-    aws = str(Path(sys.executable).parent / "aws") if (Path(sys.executable).parent / "aws").exists() else "aws"
-    env = {
-        **os.environ,
-        "AWS_ACCESS_KEY_ID": account.creds["AccessKeyId"],
-        "AWS_SECRET_ACCESS_KEY": account.creds["SecretAccessKey"],
-        "AWS_SESSION_TOKEN": account.creds["SessionToken"],
-        "AWS_DEFAULT_REGION": "us-west-2",
-        "AWS_CONFIG_FILE": "/dev/null",
-        "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
-    }
-    out = subprocess.run(
-        [aws, "--endpoint-url", sandbox.aws_endpoint, "eks", "describe-cluster", "--name", "cli", "--output", "json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["cluster"]["status"] == "ACTIVE"
-    out = subprocess.run(
-        [
-            aws,
-            "--endpoint-url",
-            sandbox.aws_endpoint,
-            "eks",
-            "list-addons",
-            "--cluster-name",
-            "cli",
-            "--output",
-            "json",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["addons"] == []
+    assert aws_cli(sandbox, account, "eks", "describe-cluster", "--name", "cli")["cluster"]["status"] == "ACTIVE"
+    assert aws_cli(sandbox, account, "eks", "list-addons", "--cluster-name", "cli")["addons"] == []

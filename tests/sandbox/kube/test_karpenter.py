@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
+from tests.sandbox.conftest import nodepool_manifest
+
 from .conftest import KEY, Kube, gpu_node, wait_for
 
 NP = ("karpenter.sh", "v1", "nodepools")
@@ -33,24 +35,9 @@ GROUP = {
 
 
 def _pool(**disruption: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": "gpu"},
-        "spec": {
-            "template": {
-                "spec": {
-                    "nodeClassRef": {
-                        "group": "karpenter.sagemaker.amazonaws.com",
-                        "kind": "HyperpodNodeClass",
-                        "name": "gpu",
-                    },
-                    "requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "Exists"}],
-                }
-            },
-            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "60s", **disruption},
-        },
-    }
+    pool = nodepool_manifest("gpu", "gpu")
+    pool["spec"]["disruption"] = {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "60s", **disruption}
+    return pool
 
 
 @pytest.fixture
