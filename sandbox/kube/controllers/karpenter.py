@@ -20,6 +20,7 @@ import math
 from decimal import Decimal
 from typing import Any
 
+from ..operators import MANAGED_LABEL as OWNER_LABEL
 from ..operators.karpenter_crds import KARPENTER_CRDS, NODECLAIM_GR, NODECLASS_GR, NODECLASS_GROUP, NODEPOOL_GR
 from ..quantity import parse_quantity
 from ..store import CRD_GR, Cluster, rand_suffix
@@ -31,7 +32,6 @@ from .scheduler import fit_reasons, node_ready, node_usage, pod_requests
 Obj = dict[str, Any]
 
 STATE = "_karpenter"  # c.sim key: groups from the AWS half, timers, decisions
-OWNER_LABEL = "sandbox.instantstart.io/addon"
 OWNER = "hyperpod-karpenter"
 GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
 POOL_LABEL = "karpenter.sh/nodepool"
@@ -314,6 +314,9 @@ def _bind_and_terminate(
     give their node back; claims whose node is gone (or never came) are cleaned up."""
     claims = c.list(NODECLAIM_GR)
     bound = {(x.get("status") or {}).get("nodeName") for x in claims} - {None}
+    born = c.sim.setdefault(STATE, {}).setdefault("born", {})
+    for uid in set(born) - {x["metadata"]["uid"] for x in claims}:
+        born.pop(uid)
     pool_by_name = {p.name: p for p in pools}
     out = []
     for claim in sorted(claims, key=lambda x: x["metadata"]["creationTimestamp"]):
@@ -346,10 +349,10 @@ def _bind_and_terminate(
             out.append(claim)
             continue
         if node is None:
-            born = c.sim.setdefault(STATE, {}).setdefault("born", {}).setdefault(claim["metadata"]["uid"], ctx.now)
+            since = born.setdefault(claim["metadata"]["uid"], ctx.now)
             # at the sandbox's large speedups one tick is minutes of simulated time: also wait a few
             # real seconds, so that a node one tick away never loses its claim
-            if ctx.elapsed(born) > REGISTRATION_TTL and ctx.now - born > REGISTRATION_MIN_REAL_SECONDS:
+            if ctx.elapsed(since) > REGISTRATION_TTL and ctx.now - since > REGISTRATION_MIN_REAL_SECONDS:
                 c.record_event(
                     claim, "FailedRegistration", "NodeClaim did not register a node in time", "Warning", COMPONENT
                 )
@@ -482,6 +485,9 @@ def _provision(
     c: Cluster, ctx: Ctx, pools: list[_Pool], groups: dict[str, Obj], nodes: dict[str, Obj], claims: list[Obj]
 ) -> None:
     pending = _pending(c)
+    msgs = c.sim.setdefault(STATE, {}).setdefault("pod_msgs", {})
+    for uid in set(msgs) - {p["metadata"]["uid"] for p in c.list("/pods")}:
+        msgs.pop(uid)  # events already told; forget pods that are gone
     if not pending:
         return
     usage = node_usage(c)
