@@ -42,12 +42,16 @@ __all__ = [
 Obj = dict[str, Any]
 MANAGED_LABEL = "sandbox.instantstart.io/addon"
 
-# operator -> (namespace or None for any, Deployment) whose readiness means the operator reconciles
-OPERATOR_DEPLOYMENTS: dict[str, tuple[str | None, str]] = {
-    TRAINING_ADDON: ("aws-hyperpod", "hp-training-operator-controller-manager"),
-    INFERENCE_ADDON: ("hyperpod-inference-system", "hyperpod-inference-controller-manager"),
-    KUBERAY: (None, "kuberay-operator"),
-    KEDA: (None, "keda-operator"),
+# operator -> the Deployments (namespace, or None for any) whose readiness means it reconciles
+OPERATOR_DEPLOYMENTS: dict[str, list[tuple[str | None, str]]] = {
+    TRAINING_ADDON: [("aws-hyperpod", "hp-training-operator-controller-manager")],
+    # the add-on's name, and the Helm chart's (release hyperpod-inference-operator)
+    INFERENCE_ADDON: [
+        ("hyperpod-inference-system", "hyperpod-inference-controller-manager"),
+        (None, "hyperpod-inference-operator-controller-manager"),
+    ],
+    KUBERAY: [(None, "kuberay-operator")],
+    KEDA: [(None, "keda-operator")],
 }
 _PRUNE_ORDER = ("apps/deployments", "apps/daemonsets", "storage.k8s.io/csidrivers", CRD_GR)
 
@@ -61,10 +65,12 @@ def _ready(d: Obj | None) -> bool:
 
 
 def operator_active(c: Cluster, operator: str) -> bool:
-    ns, name = OPERATOR_DEPLOYMENTS[operator]
-    if ns is not None:
-        return _ready(c.get("apps/deployments", ns, name))
-    return any(_ready(d) for (_ns, n), d in c.bucket("apps/deployments").items() if n == name)
+    for ns, name in OPERATOR_DEPLOYMENTS[operator]:
+        if ns is not None and _ready(c.get("apps/deployments", ns, name)):
+            return True
+        if ns is None and any(_ready(d) for (_ns, n), d in c.bucket("apps/deployments").items() if n == name):
+            return True
+    return False
 
 
 def _plan(name: str, config: Obj) -> tuple[str, list[Any]] | None:

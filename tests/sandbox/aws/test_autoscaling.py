@@ -253,3 +253,31 @@ def test_nodeclass_with_spot_or_unknown_group_is_not_ready(account, sandbox):
     custom.patch_cluster_custom_object(*NODECLASS, "gpu-nc", {"spec": {"instanceGroups": ["gpu"]}})
     wait_for(lambda: (verdict() or {}).get("status") == "True")
     wait_for(lambda: _ready(custom.get_cluster_custom_object(*KARPENTER, "nodepools", "gpu-np")))
+
+
+def test_autoscaling_and_its_nodes_survive_a_sandbox_restart(tmp_path):
+    from sandbox.server import Sandbox
+    from tests.sandbox.conftest import Account
+
+    state = tmp_path / "state"
+    sb = Sandbox(state, speedup=5000).start()
+    try:
+        account = Account(sb)
+        _eks, api = _cluster(account, sb)
+        _apply_pool(api, ["gpu"])
+        client.AppsV1Api(api).create_namespaced_deployment("default", _gpu_deployment(1))
+        wait_for(lambda: len(_gpu_nodes(api)) == 1, timeout=20)
+    finally:
+        sb.stop()
+    sb = Sandbox(state, speedup=5000).start()
+    try:
+        again = Account(sb, account_id=account.id)
+        assert again.sagemaker.describe_cluster(ClusterName="hp")["AutoScaling"]["Status"] == "InService"
+        api = kube_client(again, again.eks.describe_cluster(name="ml")["cluster"])
+        custom = client.CustomObjectsApi(api)
+        claims = custom.list_cluster_custom_object(*KARPENTER, "nodeclaims")["items"]
+        assert len(claims) == 1 and claims[0]["status"]["nodeName"] == _gpu_nodes(api)[0].metadata.name
+        client.AppsV1Api(api).delete_namespaced_deployment("infer", "default")  # still Karpenter's to give back
+        wait_for(lambda: _group(again)["TargetCount"] == 0, timeout=20)
+    finally:
+        sb.stop()
