@@ -582,7 +582,11 @@ class KubeApi:
         st = pod.get("status") or {}
         started = any(
             cs.get("name") == container
-            and ("running" in (cs.get("state") or {}) or "terminated" in (cs.get("state") or {}))
+            and (
+                "running" in (cs.get("state") or {})
+                or "terminated" in (cs.get("state") or {})
+                or "terminated" in (cs.get("lastState") or {})
+            )  # a crash-looping container shows its last run
             for cs in st.get("containerStatuses") or []
         )
         if not started:

@@ -32,6 +32,7 @@ _WORDS = (
     "together so that every GPU stays busy and the cache keeps the prefixes it has already seen"
 ).split()
 _TOKEN = re.compile(r"\w+|[^\w\s]")
+_PIECE = re.compile(r"\s?\w+|\s?[^\w\s]")  # tokens that join back into the exact text
 _VLLM_TTFT = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0]
 _VLLM_E2E = [0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0]
 _ITL = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0]
@@ -209,21 +210,16 @@ class Engine:
     def answer(self, prompt_text: str, prompt_tokens: int, max_tokens: int | None) -> Generation:
         seed = int(hashlib.sha256((self.spec.name + "\0" + prompt_text).encode()).hexdigest()[:12], 16)
         quoted = " ".join(prompt_text.split()[:8])
-        head = f'This is {self.spec.name} answering from the InstantStart sandbox. You wrote: "{quoted}".'
-        words = _TOKEN.findall(head)
-        natural = len(words) + 8 + seed % 24
-        i = 0
-        while len(words) < natural:
-            words.append(_WORDS[(seed + i * 7) % len(_WORDS)])
-            i += 1
-        words.append(".")
+        text = f'This is {self.spec.name} answering from the InstantStart sandbox. You wrote: "{quoted}".'
+        for i in range(8 + seed % 24):
+            text += " " + _WORDS[(seed + i * 7) % len(_WORDS)]
+        tokens = _PIECE.findall(text + ".")
         limit = self.max_len - prompt_tokens
         cap = min(max_tokens, limit) if max_tokens is not None else limit
         finish = "stop"
-        if len(words) > cap:
-            words = words[: max(cap, 0)]
+        if len(tokens) > cap:
+            tokens = tokens[: max(cap, 0)]
             finish = "length"
-        tokens = [(w if (j == 0 or w in ".,:;!?\"'") else " " + w) for j, w in enumerate(words)]
         return Generation(tokens, finish, prompt_tokens)
 
     async def run(self, gen: Generation, prefix_key: str) -> AsyncIterator[str]:

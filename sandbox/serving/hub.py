@@ -31,7 +31,7 @@ from aiohttp import web
 from ..kube.controllers.base import Ctx, pod_active, pod_ready, sim
 from ..kube.selectors import match_label_selector_obj
 from ..kube.store import Cluster
-from . import commands, openai_app, podstate, startup
+from . import commands, downloads, openai_app, podstate, startup
 from .engine import Engine
 from .loop import IoLoop
 from .objects import MemoryObjects, ObjectStore
@@ -82,6 +82,7 @@ class ServingHub:
         self.procs: dict[Key, Proc] = {}
         self.checks: dict[Key, concurrent.futures.Future[Any]] = {}
         self.polls: dict[tuple[str, str, int], Poll] = {}
+        self.writes: dict[str, concurrent.futures.Future[Any]] = {}  # download pods' object writes
         self._discovered: dict[Key, float] = {}
         # model checks read the object store, whose AWS-side lock must never nest inside a cluster lock
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="sandbox-serving-check")
@@ -93,11 +94,23 @@ class ServingHub:
         for pod in c.list("/pods"):
             if not (pod.get("spec") or {}).get("nodeName"):
                 continue
+            phase = (pod.get("status") or {}).get("phase", "Pending")
+            fetch = next(
+                ((ct, p) for ct in pod["spec"].get("containers") or [] if (p := downloads.is_download(ct))), None
+            )
+            if fetch is not None:
+                s = sim(c, pod)
+                if "log" not in s:
+                    s.update(log="download", run_s=None)  # it ends when the download does, not on a timer
+                if phase == "Running" and pod_active(pod):
+                    downloads.reconcile(
+                        c, ctx, pod, fetch[0], fetch[1], self.speedup, self.writes, self._pool, self.objects
+                    )
+                continue
             served = [(ct, p) for ct in pod["spec"].get("containers") or [] if (p := _program(ct)) is not None]
             if not served:
                 continue
             s = sim(c, pod)
-            phase = (pod.get("status") or {}).get("phase", "Pending")
             if "serving_containers" not in s:
                 # before the kubelet starts it: readiness is the server's, not the kubelet's
                 s["serving_containers"] = [ct["name"] for ct, _ in served]

@@ -303,8 +303,8 @@ def startup_lines(pod: Obj, ct: Obj, s: dict[str, Any]) -> list[str]:
     if style == "batch":
         cmd = " ".join(str(x) for x in (ct.get("command") or []) + (ct.get("args") or [])) or image
         return [f"[sandbox] running: {cmd}"]
-    if style == "serving":
-        return []  # the serving hub writes what the server prints (sandbox/serving/startup.py)
+    if style in ("serving", "download"):
+        return []  # the serving hub writes what the program prints (sandbox/serving/)
     lines = [f"[sandbox] container {name} started (image {image})"]
     port = next((p.get("containerPort") for p in ct.get("ports") or []), None)
     if "vllm" in image:
