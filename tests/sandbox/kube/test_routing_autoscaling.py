@@ -15,7 +15,7 @@ import pytest
 from sandbox.kube import KubeWorld
 
 from .conftest import KEY, Kube, deployment, gpu_node, wait_for
-from .test_serving import PODS, SVC, chat, ready, service, serving
+from .test_serving import PODS, SVC, chat, ready, serving
 
 SGLANG = [
     "python3",
