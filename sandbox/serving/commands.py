@@ -313,7 +313,7 @@ def hyperpod_router_spec(prog: Program) -> tuple[RouterSpec, str]:
         metrics_port=0,
         policy=prog.opt("--routing-logic", default="prefixaware") or "prefixaware",
         selector=selector,
-        discovery=prog.opt("--service-discovery") == "k8s",
+        discovery=prog.flag("--service-discovery"),  # "--service-discovery k8s"
         discovery_port=prog.int_opt("--k8s-port", default=8080),
         discovery_namespace=prog.opt("--k8s-namespace"),
         worker_urls=[],

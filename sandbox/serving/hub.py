@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import random
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,7 @@ from .engine import Engine
 from .loop import IoLoop
 from .objects import MemoryObjects, ObjectStore
 from .prometheus.api import make_app as prometheus_app
+from .prometheus.promql import Evaluator, QueryError
 from .prometheus.scrape import Prometheus, discover, parse_config
 from .router import Router
 from .sidecar import METRICS_PORT, PROXY_PORT, Sidecar
@@ -45,6 +47,51 @@ Key = tuple[str, str, str]  # cluster key, pod uid, container name
 ENGINES = ("vllm", "sglang", "lmi")
 SIDECAR = "sidecar-reverse-proxy"
 DISCOVERY_EVERY = 0.25  # real seconds between Prometheus service-discovery refreshes
+OBSERVABILITY_ADDON = "amazon-sagemaker-hyperpod-observability"
+AMP_URL = re.compile(
+    r"^https://aps-workspaces\.[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)*\.amazonaws\.com/workspaces/ws-[a-zA-Z0-9-]+$"
+)
+# what the HyperPod observability add-on's collector scrapes from inference endpoints and remote-writes
+# to the cluster's Amazon Managed Prometheus workspace: each model container and its sidecar's metrics
+AMP_SCRAPE = {
+    "global": {"scrape_interval": "15s"},
+    "scrape_configs": [
+        {
+            "job_name": "hyperpod-inference-model",
+            "kubernetes_sd_configs": [{"role": "pod"}],
+            "relabel_configs": [
+                {
+                    "source_labels": ["__meta_kubernetes_pod_label_deploying_service"],
+                    "regex": "hyperpod-inference",
+                    "action": "keep",
+                },
+                {
+                    "source_labels": ["__meta_kubernetes_pod_container_name", "__meta_kubernetes_pod_label_app"],
+                    "regex": r"(.+);\1",
+                    "action": "keep",
+                },
+                {"source_labels": ["__meta_kubernetes_namespace"], "target_label": "namespace"},
+                {"source_labels": ["__meta_kubernetes_pod_name"], "target_label": "pod"},
+                {"source_labels": ["__meta_kubernetes_pod_label_app"], "target_label": "deployment"},
+            ],
+        },
+        {
+            "job_name": "hyperpod-inference-sidecar",
+            "kubernetes_sd_configs": [{"role": "pod"}],
+            "relabel_configs": [
+                {
+                    "source_labels": ["__meta_kubernetes_pod_label_deploying_service"],
+                    "regex": "hyperpod-inference",
+                    "action": "keep",
+                },
+                {"source_labels": ["__meta_kubernetes_pod_container_port_name"], "regex": "metrics", "action": "keep"},
+                {"source_labels": ["__meta_kubernetes_namespace"], "target_label": "namespace"},
+                {"source_labels": ["__meta_kubernetes_pod_name"], "target_label": "pod"},
+                {"source_labels": ["__meta_kubernetes_pod_label_app"], "target_label": "deployment"},
+            ],
+        },
+    ],
+}
 
 
 @dataclass
@@ -83,6 +130,7 @@ class ServingHub:
         self.checks: dict[Key, concurrent.futures.Future[Any]] = {}
         self.polls: dict[tuple[str, str, int], Poll] = {}
         self.writes: dict[str, concurrent.futures.Future[Any]] = {}  # download pods' object writes
+        self.amp: dict[str, Prometheus] = {}  # per cluster: its Managed Prometheus workspace's data
         self._discovered: dict[Key, float] = {}
         # model checks read the object store, whose AWS-side lock must never nest inside a cluster lock
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="sandbox-serving-check")
@@ -264,6 +312,7 @@ class ServingHub:
 
     def _wire(self, c: Cluster) -> None:
         now = time.monotonic()
+        self._observability(c, now)
         for key, proc in list(self.procs.items()):
             if key[0] != c.key:
                 continue
@@ -281,6 +330,21 @@ class ServingHub:
             elif proc.kind == "prometheus" and now - self._discovered.get(key, 0) >= DISCOVERY_EVERY:
                 self._discovered[key] = now
                 self._prometheus_targets(c, pod, proc)
+
+    def _observability(self, c: Cluster, now: float) -> None:
+        """The observability add-on's collector: scrape inference endpoints into the AMP workspace."""
+        amp = self.amp.get(c.key)
+        if OBSERVABILITY_ADDON not in c.addons:
+            if amp is not None:
+                self.amp.pop(c.key).stop()
+            return
+        if amp is None:
+            amp = self.amp[c.key] = Prometheus(self.io, self.speedup)
+            amp.start()
+        key = (c.key, "", "amp")
+        if now - self._discovered.get(key, 0) >= DISCOVERY_EVERY:
+            self._discovered[key] = now
+            amp.set_targets(discover(c, AMP_SCRAPE, lambda h, p, n: self.resolve(c, h, p, n), ""))
 
     def _discover_workers(self, c: Cluster, proc: Proc) -> None:
         rs: commands.RouterSpec = proc.meta["spec"]
@@ -350,6 +414,8 @@ class ServingHub:
     ) -> tuple[float | None, str | None, float]:
         """The latest answer to a trigger's query: (value, error, wall time). Polled every
         `interval_s` simulated seconds on the I/O loop; the first call starts the poller."""
+        if AMP_URL.match(server.rstrip("/")):
+            return self._amp_value(c, query)
         u = urlparse(server)
         port = self.resolve(c, u.hostname or "", u.port or (443 if u.scheme == "https" else 80), namespace)
         pkey = (c.key, key[0], key[1])
@@ -359,6 +425,26 @@ class ServingHub:
             poll.task = self.io.submit(self._poll(poll))
         poll.query, poll.port, poll.interval, poll.url = query, port, interval_s, server
         return poll.result
+
+    def _amp_value(self, c: Cluster, query: str) -> tuple[float | None, str | None, float]:
+        """A query to the cluster's Amazon Managed Prometheus workspace (evaluated in process: AMP is
+        an AWS API, not an address inside the cluster). Without the observability add-on nothing was
+        remote-written, so the answer is empty (0 for KEDA)."""
+        now = time.time()
+        amp = self.amp.get(c.key)
+        if amp is None:
+            return 0.0, None, now
+        try:
+            kind, value = Evaluator(amp.db, self.speedup).instant(query, now)
+        except QueryError as e:
+            return None, f"prometheus query api returned error. status: 400 response: {e}", now
+        if kind == "scalar":
+            return float(value), None, now
+        if not value:
+            return 0.0, None, now
+        if len(value) > 1:
+            return None, f"prometheus query {query} returned multiple elements", now
+        return float(value[0][1]), None, now
 
     def forget_polls(self, c: Cluster, keep: set[str]) -> None:
         for k in [k for k in self.polls if k[0] == c.key and k[1] not in keep]:
@@ -406,6 +492,9 @@ class ServingHub:
     def drop_cluster(self, cluster_key: str) -> None:
         for key in [k for k in self.procs if k[0] == cluster_key]:
             self._stop(key)
+        amp = self.amp.pop(cluster_key, None)
+        if amp is not None:
+            amp.stop()
         for k in [k for k in self.polls if k[0] == cluster_key]:
             task = self.polls.pop(k).task
             if task is not None:
@@ -418,6 +507,9 @@ class ServingHub:
             if p.task is not None:
                 p.task.cancel()
         self.polls.clear()
+        for amp in self.amp.values():
+            amp.stop()
+        self.amp.clear()
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.io.close()
 
