@@ -30,11 +30,6 @@ BYTES_PER_SECOND = 250 * 1024 * 1024  # simulated download + copy throughput
 MIN_SECONDS = 8.0
 
 
-def is_download(ct: Obj) -> commands.Program | None:
-    prog = commands.program(ct)
-    return prog if prog is not None and prog.kind == "hf-download" else None
-
-
 def _human(n: float) -> str:
     for unit in ("", "k", "M", "G", "T"):
         if n < 1000:

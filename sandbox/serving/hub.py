@@ -131,21 +131,31 @@ class ServingHub:
         self.polls: dict[tuple[str, str, int], Poll] = {}
         self.writes: dict[str, concurrent.futures.Future[Any]] = {}  # download pods' object writes
         self.amp: dict[str, Prometheus] = {}  # per cluster: its Managed Prometheus workspace's data
+        self._programs: dict[tuple[str, str], list[tuple[Obj, commands.Program | None]]] = {}
         self._discovered: dict[Key, float] = {}
         # model checks read the object store, whose AWS-side lock must never nest inside a cluster lock
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="sandbox-serving-check")
 
     # ------------------------------------------------------------ tick
 
+    def _programs_of(self, c: Cluster, pod: Obj) -> list[tuple[Obj, commands.Program | None]]:
+        """What each container runs (a pod's containers never change: parsed once per pod)."""
+        key = (c.key, pod["metadata"]["uid"])
+        progs = self._programs.get(key)
+        if progs is None:
+            progs = self._programs[key] = [(ct, _program(ct)) for ct in pod["spec"].get("containers") or []]
+        return progs
+
     def reconcile(self, c: Cluster, ctx: Ctx) -> None:
         live: set[Key] = set()
-        for pod in c.list("/pods"):
+        pods = c.list("/pods")
+        by_uid = {p["metadata"]["uid"]: p for p in pods}
+        for pod in pods:
             if not (pod.get("spec") or {}).get("nodeName"):
                 continue
             phase = (pod.get("status") or {}).get("phase", "Pending")
-            fetch = next(
-                ((ct, p) for ct in pod["spec"].get("containers") or [] if (p := downloads.is_download(ct))), None
-            )
+            progs = self._programs_of(c, pod)
+            fetch = next(((ct, p) for ct, p in progs if p is not None and p.kind == "hf-download"), None)
             if fetch is not None:
                 s = sim(c, pod)
                 if "log" not in s:
@@ -155,7 +165,7 @@ class ServingHub:
                         c, ctx, pod, fetch[0], fetch[1], self.speedup, self.writes, self._pool, self.objects
                     )
                 continue
-            served = [(ct, p) for ct in pod["spec"].get("containers") or [] if (p := _program(ct)) is not None]
+            served = [(ct, p) for ct, p in progs if p is not None]
             if not served:
                 continue
             s = sim(c, pod)
@@ -173,7 +183,9 @@ class ServingHub:
             self._stop(key)
         for key in [k for k in self.checks if k[0] == c.key and k not in live]:
             self.checks.pop(key).cancel()
-        self._wire(c)
+        for key in [k for k in self._programs if k[0] == c.key and k[1] not in by_uid]:
+            del self._programs[key]
+        self._wire(c, by_uid)
 
     def _container(self, c: Cluster, ctx: Ctx, pod: Obj, ct: Obj, prog: commands.Program, sv: Obj, key: Key) -> None:
         state = sv.get("state")
@@ -310,16 +322,15 @@ class ServingHub:
 
     # ------------------------------------------------------------ wiring between processes
 
-    def _wire(self, c: Cluster) -> None:
+    def _wire(self, c: Cluster, by_uid: dict[str, Obj]) -> None:
         now = time.monotonic()
         self._observability(c, now)
         for key, proc in list(self.procs.items()):
             if key[0] != c.key:
                 continue
-            found = c.by_uid(key[1])
-            if found is None:
+            pod = by_uid.get(key[1])
+            if pod is None:
                 continue
-            pod = found[1]
             if proc.kind == "engine":
                 _drain(c, pod, key[2], proc.obj.access_log)
             elif proc.kind == "router":
@@ -368,7 +379,7 @@ class ServingHub:
 
     def _prometheus_targets(self, c: Cluster, pod: Obj, proc: Proc) -> None:
         path = proc.meta["config"]
-        ct = next(iter(x for x in pod["spec"]["containers"] if _program(x) and _program(x).kind == "prometheus"), {})
+        ct = next((x for x, p in self._programs_of(c, pod) if p is not None and p.kind == "prometheus"), {})
         text = _mounted_file(c, pod, ct, path)
         prom: Prometheus = proc.obj
         if text is None:
@@ -517,10 +528,7 @@ class ServingHub:
 def _program(ct: Obj) -> commands.Program | None:
     if ct.get("name") == SIDECAR:
         return commands.Program("sidecar", [])
-    prog = commands.program(ct)
-    if prog is None or prog.kind == "hf-download":
-        return None
-    return prog
+    return commands.program(ct)
 
 
 def _drain(c: Cluster, pod: Obj, container: str, lines: Any) -> None:

@@ -10,12 +10,13 @@ from typing import Any
 import pytest
 
 from sandbox.kube import KubeWorld
+from sandbox.kube.operators import INFERENCE_ADDON
 from sandbox.serving.objects import MemoryObjects
 
 from .conftest import KEY, Kube, gpu_node, wait_for
 from .test_serving import SVC, chat, ready, service, serving
 
-INFERENCE = "amazon-sagemaker-hyperpod-inference-operator"
+INFERENCE = INFERENCE_ADDON  # the add-on's name lives in one place
 GROUP, VERSION, PLURAL = "inference.sagemaker.aws.amazon.com", "v1", "inferenceendpointconfigs"
 BUCKET = "team-models"
 ACCOUNT = KEY.split("/")[0]

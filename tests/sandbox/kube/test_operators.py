@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
+from sandbox.kube.operators import INFERENCE_ADDON
+
 from .conftest import KEY, Kube, gpu_node, wait_for
 
 TRAINING = "amazon-sagemaker-hyperpod-training-operator"
-INFERENCE = "amazon-sagemaker-hyperpod-inference-operator"
+INFERENCE = INFERENCE_ADDON  # the add-on's name lives in one place
 G, V, P = "sagemaker.amazonaws.com", "v1", "hyperpodpytorchjobs"
 
 
