@@ -301,3 +301,35 @@ def test_load_balancer_services_get_elb_hostnames(world: Kube) -> None:
     clb = wait_for(lambda: host("clb"))
     assert clb.startswith("a") and clb.endswith(".us-west-2.elb.amazonaws.com")
     assert wait_for(lambda: host("iclb")).startswith("internal-a")
+
+
+def test_a_pool_worker_is_reassigned_by_a_label_change_without_a_restart(world: Kube) -> None:
+    kube = world
+    pool = serving(
+        "pool",
+        ["vllm", "serve", "Qwen/Qwen3-0.6B"],
+        replicas=2,
+        labels={"model-id": "qwen", "business": "unassigned", "deployment-type": "model-pool"},
+    )
+    kube.apps.create_namespaced_deployment("default", pool)
+    kube.core.create_namespaced_service("default", service("chat-a", selector={"model-id": "qwen", "business": "a"}))
+    ready(kube, "pool", 2)
+    assert kube.raw("GET", f"{SVC}/chat-a:8000/proxy/v1/models")[0] == 503
+    worker = kube.core.list_namespaced_pod("default", label_selector="app=pool").items[0]
+    kube.core.patch_namespaced_pod(worker.metadata.name, "default", {"metadata": {"labels": {"business": "a"}}})
+    wait_for(lambda: kube.raw("GET", f"{SVC}/chat-a:8000/proxy/v1/models")[0] == 200, what="endpoint follows label")
+    # through the official client's ApiClient, as the product will call it (the generated
+    # connect_post_*_proxy_with_path methods take no body)
+    method, url, headers, body, _ = kube.api.param_serialize(
+        "POST",
+        "/api/v1/namespaces/{namespace}/services/{name}/proxy/{path}",
+        path_params={"namespace": "default", "name": "chat-a:8000", "path": "v1/completions"},
+        header_params={"Content-Type": "application/json"},
+        body={"prompt": "hi", "max_tokens": 2},
+        auth_settings=["BearerToken"],
+    )
+    resp = kube.api.call_api(method, url, header_params=headers, body=body)
+    resp.read()
+    assert resp.status == 200 and json.loads(resp.data)["usage"]["completion_tokens"] == 2
+    same = kube.core.read_namespaced_pod(worker.metadata.name, "default")
+    assert same.status.container_statuses[0].restart_count == 0
