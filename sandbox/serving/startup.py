@@ -124,8 +124,9 @@ def run(check: Check, objects: ObjectStore) -> tuple[list[str] | None, int | Non
         if repo.gated and not check.hf_token:
             return _fail(spec, gated_error(repo.id, "config.json")), None
         return None, repo.max_len
-    files = [(k.split("/")[-1] if "/" in k else k, s) for k, s in check.files or []]
-    if not any(n == "config.json" for n, _ in files):
+    root = loc.path.strip("/") if loc is not None else ""
+    want = f"{root}/config.json" if root else "config.json"
+    if not any(k == want for k, _ in check.files or []):
         return _fail(spec, _invalid_repo(spec.model)), None
     return None, None
 

@@ -300,3 +300,65 @@ def test_managed_endpoint_reports_why_it_is_not_ready(world: Kube) -> None:
 
     o = wait_for(reason, what="CrashLoopBackOff in the Ready condition")
     assert o["status"]["state"] == "DeploymentInProgress"
+
+
+def test_download_to_fsx_is_recorded_and_served_from_the_fsx_mount(world: Kube) -> None:
+    kube = world
+    kube.core.create_persistent_volume(
+        {
+            "metadata": {"name": "default-fsx"},
+            "spec": {
+                "capacity": {"storage": "1200Gi"},
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "",
+                "claimRef": {"namespace": "default", "name": "fsx-claim"},
+                "csi": {
+                    "driver": "fsx.csi.aws.com",
+                    "volumeHandle": "fs-0123456789abcdef0",
+                    "volumeAttributes": {"dnsname": "fs-0123.fsx.us-west-2.amazonaws.com", "mountname": "abc"},
+                },
+            },
+        }
+    )
+    kube.core.create_namespaced_persistent_volume_claim(
+        "default",
+        {
+            "metadata": {"name": "fsx-claim"},
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "",
+                "volumeName": "default-fsx",
+                "resources": {"requests": {"storage": "1200Gi"}},
+            },
+        },
+    )
+    job = download_job("dl-fsx", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "/nvme/tinyllama")
+    c = job["spec"]["template"]["spec"]["containers"][0]
+    c["command"][2] += " && cp -r /nvme/tinyllama /fsx/models/tinyllama"
+    c["volumeMounts"] = [{"name": "fsx", "mountPath": "/fsx"}]
+    job["spec"]["template"]["spec"]["volumes"] = [{"name": "fsx", "persistentVolumeClaim": {"claimName": "fsx-claim"}}]
+    kube.batch.create_namespaced_job("default", job)
+    assert wait_for(lambda: _job_done(kube, "dl-fsx")) == "Complete"
+    assert "copied /nvme/tinyllama to /fsx/models/tinyllama" in _logs(kube, "dl-fsx")
+    dep = serving(
+        "fsx",
+        ["vllm", "serve", "/fsx/models/tinyllama"],
+        volumes=[{"name": "fsx", "persistentVolumeClaim": {"claimName": "fsx-claim"}}],
+    )
+    dep["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] = [{"name": "fsx", "mountPath": "/fsx"}]
+    kube.apps.create_namespaced_deployment("default", dep)
+    ready(kube, "fsx")
+    dep = serving(
+        "fsx-wrong",
+        ["vllm", "serve", "/fsx/models"],
+        volumes=[{"name": "fsx", "persistentVolumeClaim": {"claimName": "fsx-claim"}}],
+    )
+    dep["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] = [{"name": "fsx", "mountPath": "/fsx"}]
+    kube.apps.create_namespaced_deployment("default", dep)
+
+    def restarted() -> Any:
+        pods = kube.core.list_namespaced_pod("default", label_selector="app=fsx-wrong").items
+        cs = pods[0].status.container_statuses if pods else None
+        return cs and cs[0].restart_count >= 1
+
+    wait_for(restarted, what="a directory without config.json does not serve")
