@@ -18,6 +18,7 @@ import random
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from ..serving.forward import HOP_BY_HOP as FORWARD_DROPS
 from .errors import ApiError, bad_request, not_found
 from .store import Cluster
 
@@ -28,19 +29,8 @@ if TYPE_CHECKING:
 # (status, body or None, content type, stream or None, extra headers)
 Answer = tuple[int, bytes | None, str, Iterator[bytes] | None, list[tuple[str, str]]]
 
-HOP_BY_HOP = {
-    "connection",
-    "keep-alive",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "te",
-    "trailers",
-    "transfer-encoding",
-    "upgrade",
-    "host",
-    "authorization",
-    "content-length",
-}
+# the API server consumed the caller's credentials: they are not passed on
+HOP_BY_HOP = FORWARD_DROPS | {"authorization"}
 
 
 def is_proxy(segs: list[str]) -> bool:

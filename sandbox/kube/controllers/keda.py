@@ -353,37 +353,19 @@ def _hpa(
                 f"metrics API: {err}"
             )
             continue
+        selector = {"matchLabels": {"scaledobject.keda.sh/name": so["metadata"]["name"]}}
         if (t.get("metricType") or "AverageValue") == "Value":
             ratio = v / threshold if threshold else 0.0
             want = current if abs(ratio - 1) <= TOLERANCE else math.ceil(current * ratio)
-            current_metrics.append(
-                {
-                    "type": "External",
-                    "external": {
-                        "metric": {
-                            "name": names[i],
-                            "selector": {"matchLabels": {"scaledobject.keda.sh/name": so["metadata"]["name"]}},
-                        },
-                        "current": {"value": _q(v)},
-                    },
-                }
-            )
+            now_value = {"value": _q(v)}
         else:
             per = v / max(current, 1)
             ratio = per / threshold if threshold else 0.0
             want = current if abs(ratio - 1) <= TOLERANCE else math.ceil(v / threshold) if threshold else current
-            current_metrics.append(
-                {
-                    "type": "External",
-                    "external": {
-                        "metric": {
-                            "name": names[i],
-                            "selector": {"matchLabels": {"scaledobject.keda.sh/name": so["metadata"]["name"]}},
-                        },
-                        "current": {"averageValue": _q(per)},
-                    },
-                }
-            )
+            now_value = {"averageValue": _q(per)}
+        current_metrics.append(
+            {"type": "External", "external": {"metric": {"name": names[i], "selector": selector}, "current": now_value}}
+        )
         desired_by_metric.append((want, names[i], v, threshold))
     if not desired_by_metric:
         if error:

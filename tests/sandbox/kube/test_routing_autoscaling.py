@@ -16,17 +16,9 @@ from sandbox.kube import KubeWorld
 
 from .conftest import KEY, Kube, deployment, gpu_node, wait_for
 from .test_serving import PODS, SVC, chat, ready, serving
+from .test_serving import SGLANG as SGLANG_SERVER
 
-SGLANG = [
-    "python3",
-    "-m",
-    "sglang.launch_server",
-    "--model-path",
-    "Qwen/Qwen3-0.6B",
-    "--port",
-    "30000",
-    "--enable-metrics",
-]
+SGLANG = SGLANG_SERVER + ["--enable-metrics"]
 PROMETHEUS_YML = """
 global:
   scrape_interval: 5s
@@ -76,6 +68,16 @@ def router(selector: str, policy: str = "round_robin") -> dict[str, Any]:
     ]
     c["ports"] = [{"containerPort": 30000, "name": "http"}, {"containerPort": 29000, "name": "metrics"}]
     return dep
+
+
+def router_service(kube: Kube) -> None:
+    ports = [
+        {"name": "http", "port": 30000, "targetPort": "http"},
+        {"name": "metrics", "port": 29000, "targetPort": "metrics"},
+    ]
+    kube.core.create_namespaced_service(
+        "default", {"metadata": {"name": "router"}, "spec": {"selector": {"app": "router"}, "ports": ports}}
+    )
 
 
 def prometheus(kube: Kube) -> None:
@@ -133,19 +135,7 @@ def test_router_spreads_requests_over_discovered_replicas_and_counts_them(world:
     kube = world
     _workers(kube, 3)
     kube.apps.create_namespaced_deployment("default", router("app=sglang"))
-    kube.core.create_namespaced_service(
-        "default",
-        {
-            "metadata": {"name": "router"},
-            "spec": {
-                "selector": {"app": "router"},
-                "ports": [
-                    {"name": "http", "port": 30000, "targetPort": "http"},
-                    {"name": "metrics", "port": 29000, "targetPort": "metrics"},
-                ],
-            },
-        },
-    )
+    router_service(kube)
     ready(kube, "sglang", 3)
     ready(kube, "router")
     wait_for(
@@ -187,16 +177,7 @@ def test_prometheus_scrapes_and_answers_promql(world: Kube) -> None:
     kube = world
     _workers(kube, 2)
     kube.apps.create_namespaced_deployment("default", router("app=sglang"))
-    kube.core.create_namespaced_service(
-        "default",
-        {
-            "metadata": {"name": "router"},
-            "spec": {
-                "selector": {"app": "router"},
-                "ports": [{"name": "metrics", "port": 29000, "targetPort": "metrics"}],
-            },
-        },
-    )
+    router_service(kube)
     prometheus(kube)
     ready(kube, "sglang", 2)
     ready(kube, "prometheus-server")
@@ -223,19 +204,7 @@ def test_keda_scales_replicas_up_under_load_and_down_when_idle(world: Kube) -> N
     kube.world.set_addons(KEY, {"keda"})
     _workers(kube, 1)
     kube.apps.create_namespaced_deployment("default", router("app=sglang"))
-    kube.core.create_namespaced_service(
-        "default",
-        {
-            "metadata": {"name": "router"},
-            "spec": {
-                "selector": {"app": "router"},
-                "ports": [
-                    {"name": "http", "port": 30000, "targetPort": "http"},
-                    {"name": "metrics", "port": 29000, "targetPort": "metrics"},
-                ],
-            },
-        },
-    )
+    router_service(kube)
     prometheus(kube)
     ready(kube, "sglang")
     ready(kube, "router")

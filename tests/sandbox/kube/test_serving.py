@@ -14,6 +14,7 @@ from sandbox.kube import KubeWorld
 from .conftest import KEY, TOKEN, Kube, deployment, gpu_node, wait_for
 
 SVC = "/api/v1/namespaces/default/services"
+SGLANG = ["python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-0.6B", "--port", "30000"]
 PODS = "/api/v1/namespaces/default/pods"
 
 
@@ -129,33 +130,9 @@ def test_vllm_answers_chat_completions_and_streams_through_the_service_proxy(wor
 def test_engine_metrics_and_health_are_the_engines_own(world: Kube) -> None:
     kube = world
     kube.apps.create_namespaced_deployment("default", serving("v", ["vllm", "serve", "Qwen/Qwen3-0.6B"]))
-    kube.apps.create_namespaced_deployment(
-        "default",
-        serving(
-            "s",
-            ["python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-0.6B", "--port", "30000"],
-            image="lmsysorg/sglang:v0.5.2",
-            port=30000,
-        ),
-    )
-    kube.apps.create_namespaced_deployment(
-        "default",
-        serving(
-            "sm",
-            [
-                "python3",
-                "-m",
-                "sglang.launch_server",
-                "--model-path",
-                "Qwen/Qwen3-0.6B",
-                "--port",
-                "30000",
-                "--enable-metrics",
-            ],
-            image="lmsysorg/sglang:v0.5.2",
-            port=30000,
-        ),
-    )
+    for name, extra in (("s", []), ("sm", ["--enable-metrics"])):
+        dep = serving(name, SGLANG + extra, image="lmsysorg/sglang:v0.5.2", port=30000)
+        kube.apps.create_namespaced_deployment("default", dep)
     for n in ("v", "s", "sm"):
         ready(kube, n)
     pod = {
