@@ -164,15 +164,15 @@ def reconcile(
             prog.opt("--local-dir") or f"/root/.cache/huggingface/hub/{d['kind']}s--{d['repo'].replace('/', '--')}"
         )
         loc, dest = _destination(c, pod, ct, local_dir)
-        d.update(phase="write", dest=dest, local_dir=local_dir)
-        if loc.kind == "s3":
-            prefix = loc.path.strip("/")
-            writes[uid] = pool.submit(_write_s3, objects, c.account, loc.store, prefix, repo)
-        elif loc.kind == "fsx":
+        d.update(phase="write", dest=dest, local_dir=local_dir, store=loc.kind, bucket=loc.store, prefix=loc.path)
+        if loc.kind == "fsx":
             record_fsx(c, loc.store, {f"{loc.path}/{f}".strip("/"): size for f, size in files})
-        return
     if d["phase"] == "write":
         fut = writes.get(uid)
+        if fut is None and d.get("store") == "s3":
+            # submitted once; again after a sandbox restart (the objects are simply rewritten)
+            writes[uid] = pool.submit(_write_s3, objects, c.account, d["bucket"], d["prefix"].strip("/"), repo)
+            return
         if fut is not None and not fut.done():
             return
         ok = True
