@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ...serving.commands import program
 from ..admission import default_pod_spec
 from ..operators import INFERENCE_ADDON, operator_active
 from ..store import Cluster, now_iso
@@ -229,10 +230,13 @@ def _kv_cache(spec: Obj, container: Obj) -> None:
         env += [{"name": "LMCACHE_REMOTE_URL", "value": url}, {"name": "LMCACHE_REMOTE_SERDE", "value": "naive"}]
     if kv.get("cacheConfigFile"):
         env.append({"name": "LMCACHE_CONFIG_FILE", "value": kv["cacheConfigFile"]})
-    transfer = json.dumps({"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"})
-    args = list(container.get("args") or [])
-    if "--kv-transfer-config" not in " ".join(args):
-        container["args"] = args + ["--kv-transfer-config", transfer]
+    # the LMCache connector is a vLLM flag (managed KV caching supports vLLM-based containers only)
+    prog = program(container)
+    if prog is not None and prog.kind == "vllm":
+        transfer = json.dumps({"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"})
+        args = list(container.get("args") or [])
+        if "--kv-transfer-config" not in " ".join(args):
+            container["args"] = args + ["--kv-transfer-config", transfer]
 
 
 def _pod_template(c: Cluster, iec: Obj, spec: Obj) -> Obj:
