@@ -97,6 +97,7 @@ class ServeSpec:
     prefix_caching: bool
     kv_connector: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+    api_key: str | None = None  # --api-key / VLLM_API_KEY: /v1 routes then need "Authorization: Bearer <key>"
 
     @property
     def name(self) -> str:
@@ -246,6 +247,7 @@ def serve_spec(container: Obj, prog: Program) -> ServeSpec | None:
             not prog.flag("--no-enable-prefix-caching"),
             "LMCacheConnectorV1" if kv and "LMCache" in kv else None,
             env,
+            prog.opt("--api-key") or env.get("VLLM_API_KEY") or None,
         )
     if prog.kind == "sglang":
         model = prog.opt("--model-path", "--model") or "meta-llama/Llama-3.1-8B-Instruct"
@@ -261,6 +263,7 @@ def serve_spec(container: Obj, prog: Program) -> ServeSpec | None:
             not prog.flag("--disable-radix-cache"),
             None,
             env,
+            prog.opt("--api-key") or None,
         )
     if prog.kind == "lmi":
         model = env.get("HF_MODEL_ID") or env.get("OPTION_MODEL_ID") or env.get("SM_MODEL_ID") or "/opt/ml/model"

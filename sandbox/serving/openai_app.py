@@ -36,7 +36,14 @@ def make_app(engine: Engine) -> web.Application:
 
     @web.middleware
     async def access_log(request: web.Request, handler: Any) -> web.StreamResponse:
-        resp = await handler(request)
+        if (
+            spec.api_key
+            and request.path.startswith("/v1")
+            and (request.headers.get("Authorization") != f"Bearer {spec.api_key}")
+        ):
+            resp: web.StreamResponse = web.json_response({"error": "Unauthorized"}, status=401)
+        else:
+            resp = await handler(request)
         peer = request.headers.get("X-Forwarded-For") or "10.1.0.1"
         if request.path not in ("/metrics", "/health", "/ping"):
             engine.access_log.append(

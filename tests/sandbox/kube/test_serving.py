@@ -310,3 +310,21 @@ def test_a_pool_worker_is_reassigned_by_a_label_change_without_a_restart(world: 
     assert resp.status == 200 and json.loads(resp.data)["usage"]["completion_tokens"] == 2
     same = kube.core.read_namespaced_pod(worker.metadata.name, "default")
     assert same.status.container_statuses[0].restart_count == 0
+
+
+def test_an_api_key_guards_the_openai_routes_and_the_api_server_does_not_pass_credentials(world: Kube) -> None:
+    kube = world
+    dep = serving("keyed", ["vllm", "serve", "Qwen/Qwen3-0.6B", "--api-key", "sk-local"])
+    kube.apps.create_namespaced_deployment("default", dep)
+    kube.core.create_namespaced_service("default", service("keyed"))
+    ready(kube, "keyed")
+    # the API server consumed the caller's Authorization header, so the server sees none
+    code, body = kube.raw("GET", f"{SVC}/keyed:8000/proxy/v1/models")
+    assert code == 401 and body == {"error": "Unauthorized"}
+    assert kube.raw("GET", f"{SVC}/keyed:8000/proxy/health")[0] == 200
+    port = next(p for k, proc in kube.world.serving.procs.items() for p in proc.ports.values())
+    import urllib.request
+
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/models", headers={"Authorization": "Bearer sk-local"})
+    with urllib.request.urlopen(req, timeout=5) as r:
+        assert r.status == 200
