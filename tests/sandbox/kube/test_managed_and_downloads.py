@@ -362,3 +362,31 @@ def test_download_to_fsx_is_recorded_and_served_from_the_fsx_mount(world: Kube) 
         return cs and cs[0].restart_count >= 1
 
     wait_for(restarted, what="a directory without config.json does not serve")
+
+
+def test_managed_endpoint_from_hugging_face_needs_a_token_for_a_gated_model(world: Kube) -> None:
+    kube = world
+    src = {"modelSourceType": "huggingface", "huggingFaceModel": {"modelId": "meta-llama/Llama-3.1-8B-Instruct"}}
+    kube.custom.create_namespaced_custom_object(
+        GROUP, VERSION, "default", PLURAL, _iec("hf-no-token", replicas=1, modelSourceConfig=dict(src))
+    )
+    kube.core.create_namespaced_secret("default", {"metadata": {"name": "hf"}, "stringData": {"token": "hf_abc"}})
+    with_token = dict(
+        src, huggingFaceModel=dict(src["huggingFaceModel"], tokenSecretRef={"name": "hf", "key": "token"})
+    )
+    kube.custom.create_namespaced_custom_object(
+        GROUP, VERSION, "default", PLURAL, _iec("hf-token", replicas=1, modelSourceConfig=with_token)
+    )
+
+    def state(name: str) -> Any:
+        o = kube.custom.get_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, name)
+        return (o.get("status") or {}).get("state"), next(
+            (c["message"] for c in (o.get("status") or {}).get("conditions") or [] if c["type"] == "Ready"), ""
+        )
+
+    wait_for(lambda: state("hf-token")[0] == "DeploymentComplete", timeout=20)
+    wait_for(lambda: "CrashLoopBackOff" in state("hf-no-token")[1], timeout=20)
+    pod = kube.core.list_namespaced_pod("default", label_selector="app=hf-token").items[0]
+    init = pod.spec.init_containers[0]
+    assert init.name == "model-downloader" and "hf download meta-llama/Llama-3.1-8B-Instruct" in init.command[2]
+    assert init.env[0].value_from.secret_key_ref.name == "hf"

@@ -197,6 +197,26 @@ def test_prometheus_scrapes_and_answers_promql(world: Kube) -> None:
         chat(kube, f"{PODS}/{pod}:30000/proxy/v1/chat/completions", content=f"q{i}", max_tokens=2)
     wait_for(lambda: (value(kube, 'sum(sgl_router_requests_total{job="router"})') or 0) == 10, what="router scraped")
     wait_for(lambda: (value(kube, "sum(rate(sglang:num_requests_total[1m]))") or 0) > 0, what="rate > 0")
+    now = time.time()
+    code, rng = kube.raw(
+        "GET",
+        f"{SVC}/prometheus-server:80/proxy/api/v1/query_range",
+        query=[
+            ("query", 'sum(sgl_router_requests_total{job="router"})'),
+            ("start", f"{now - 1:.3f}"),
+            ("end", f"{now:.3f}"),
+            ("step", "15s"),
+        ],
+    )
+    assert code == 200 and rng["data"]["resultType"] == "matrix" and rng["data"]["result"][0]["values"]
+    code, series = kube.raw(
+        "GET", f"{SVC}/prometheus-server:80/proxy/api/v1/series", query=[("match[]", "sglang:num_running_reqs")]
+    )
+    assert code == 200 and {m["pod"] for m in series["data"]} == {
+        p.metadata.name for p in kube.core.list_namespaced_pod("default", label_selector="app=sglang").items
+    }
+    code, quantile = query(kube, "histogram_quantile(0.5, sum by (le) (sgl_router_request_duration_seconds_bucket))")
+    assert code == 200 and float(quantile["data"]["result"][0]["value"][1]) > 0
 
 
 def test_keda_scales_replicas_up_under_load_and_down_when_idle(world: Kube) -> None:
