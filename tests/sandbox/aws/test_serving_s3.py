@@ -11,39 +11,9 @@ from kubernetes import client
 from sandbox.server import _NullKube
 from tests.sandbox.conftest import eks_cluster, hyperpod, wait_for
 from tests.sandbox.kube.conftest import make_client
+from tests.sandbox.kube.test_managed_and_downloads import claim
 
 GPU_GROUP = [{"InstanceGroupName": "gpu", "InstanceType": "ml.g5.12xlarge", "InstanceCount": 1}]
-
-
-def _claim(core: client.CoreV1Api, bucket: str) -> None:
-    core.create_persistent_volume(
-        {
-            "metadata": {"name": "default-s3"},
-            "spec": {
-                "capacity": {"storage": "1200Gi"},
-                "accessModes": ["ReadWriteMany"],
-                "storageClassName": "",
-                "claimRef": {"namespace": "default", "name": "s3-claim"},
-                "csi": {
-                    "driver": "s3.csi.aws.com",
-                    "volumeHandle": f"s3-csi-{bucket}",
-                    "volumeAttributes": {"bucketName": bucket},
-                },
-            },
-        }
-    )
-    core.create_namespaced_persistent_volume_claim(
-        "default",
-        {
-            "metadata": {"name": "s3-claim"},
-            "spec": {
-                "accessModes": ["ReadWriteMany"],
-                "storageClassName": "",
-                "volumeName": "default-s3",
-                "resources": {"requests": {"storage": "1200Gi"}},
-            },
-        },
-    )
 
 
 def _pod(command: list[str], **extra: Any) -> dict[str, Any]:
@@ -76,7 +46,11 @@ def test_download_job_fills_the_bucket_and_a_pod_serves_once_the_model_is_there(
     core, batch, apps = client.CoreV1Api(kube), client.BatchV1Api(kube), client.AppsV1Api(kube)
     bucket = f"models-{account.id}"
     account.s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
-    _claim(core, bucket)
+    claim(
+        core,
+        "s3-claim",
+        {"driver": "s3.csi.aws.com", "volumeHandle": f"s3-csi-{bucket}", "volumeAttributes": {"bucketName": bucket}},
+    )
     batch.create_namespaced_job(
         "default",
         {

@@ -22,25 +22,21 @@ BUCKET = "team-models"
 ACCOUNT = KEY.split("/")[0]
 
 
-def s3_claim(kube: Kube, name: str = "s3-claim", bucket: str = BUCKET) -> None:
-    kube.core.create_persistent_volume(
+def claim(core: Any, name: str, csi: dict[str, Any]) -> None:
+    """A static PersistentVolume + claim in `default`, as the product's storage phase makes them."""
+    core.create_persistent_volume(
         {
             "metadata": {"name": f"default-{name}"},
             "spec": {
                 "capacity": {"storage": "1200Gi"},
                 "accessModes": ["ReadWriteMany"],
                 "storageClassName": "",
-                "mountOptions": ["allow-delete", "region us-west-2"],
                 "claimRef": {"namespace": "default", "name": name},
-                "csi": {
-                    "driver": "s3.csi.aws.com",
-                    "volumeHandle": f"s3-csi-{bucket}",
-                    "volumeAttributes": {"bucketName": bucket},
-                },
+                "csi": csi,
             },
         }
     )
-    kube.core.create_namespaced_persistent_volume_claim(
+    core.create_namespaced_persistent_volume_claim(
         "default",
         {
             "metadata": {"name": name},
@@ -51,6 +47,14 @@ def s3_claim(kube: Kube, name: str = "s3-claim", bucket: str = BUCKET) -> None:
                 "resources": {"requests": {"storage": "1200Gi"}},
             },
         },
+    )
+
+
+def s3_claim(kube: Kube, name: str = "s3-claim", bucket: str = BUCKET) -> None:
+    claim(
+        kube.core,
+        name,
+        {"driver": "s3.csi.aws.com", "volumeHandle": f"s3-csi-{bucket}", "volumeAttributes": {"bucketName": bucket}},
     )
 
 
@@ -304,32 +308,13 @@ def test_managed_endpoint_reports_why_it_is_not_ready(world: Kube) -> None:
 
 def test_download_to_fsx_is_recorded_and_served_from_the_fsx_mount(world: Kube) -> None:
     kube = world
-    kube.core.create_persistent_volume(
+    claim(
+        kube.core,
+        "fsx-claim",
         {
-            "metadata": {"name": "default-fsx"},
-            "spec": {
-                "capacity": {"storage": "1200Gi"},
-                "accessModes": ["ReadWriteMany"],
-                "storageClassName": "",
-                "claimRef": {"namespace": "default", "name": "fsx-claim"},
-                "csi": {
-                    "driver": "fsx.csi.aws.com",
-                    "volumeHandle": "fs-0123456789abcdef0",
-                    "volumeAttributes": {"dnsname": "fs-0123.fsx.us-west-2.amazonaws.com", "mountname": "abc"},
-                },
-            },
-        }
-    )
-    kube.core.create_namespaced_persistent_volume_claim(
-        "default",
-        {
-            "metadata": {"name": "fsx-claim"},
-            "spec": {
-                "accessModes": ["ReadWriteMany"],
-                "storageClassName": "",
-                "volumeName": "default-fsx",
-                "resources": {"requests": {"storage": "1200Gi"}},
-            },
+            "driver": "fsx.csi.aws.com",
+            "volumeHandle": "fs-0123456789abcdef0",
+            "volumeAttributes": {"dnsname": "fs-0123.fsx.us-west-2.amazonaws.com", "mountname": "abc"},
         },
     )
     job = download_job("dl-fsx", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "/nvme/tinyllama")
