@@ -63,19 +63,21 @@ class Router:
 
     def set_workers(self, found: list[tuple[str, int, str]]) -> None:
         """The ready workers the router's discovery sees now: (url, loopback port, pod)."""
-        urls = {u for u, _, _ in found}
-        added = [x for x in found if x[0] not in self.workers]
-        removed = [u for u in self.workers if u not in urls]
-        for u in removed:
-            del self.workers[u]
-            self.access_log.append(f"INFO sgl_router::service_discovery: Removing pod worker {u}")
-        for url, port, pod in added:
-            self.workers[url] = Worker(url, port, pod)
-            self.access_log.append(f"INFO sgl_router::service_discovery: Adding pod: {pod} | url: {url}")
-        for url, port, _pod in found:
-            self.workers[url].port = port
-        if added or removed:
+        # a new dict, swapped in at once: requests on the I/O thread read it while the tick writes
+        current = self.workers
+        workers: dict[str, Worker] = {}
+        for url, port, pod in found:
+            w = current.get(url) or Worker(url, port, pod)
+            w.port = port
+            workers[url] = w
+            if url not in current:
+                self.access_log.append(f"INFO sgl_router::service_discovery: Adding pod: {pod} | url: {url}")
+        for u in current:
+            if u not in workers:
+                self.access_log.append(f"INFO sgl_router::service_discovery: Removing pod worker {u}")
+        if set(workers) != set(current):
             self.discovery_updates += 1
+        self.workers = workers
 
     # ------------------------------------------------------------ policy
 
