@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import random
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,11 +32,12 @@ from ..kube.controllers.base import Ctx, pod_active, pod_ready, sim
 from ..kube.selectors import match_label_selector_obj
 from ..kube.store import Cluster
 from . import commands, downloads, openai_app, podstate, startup
+from .addresses import mounted_file, service_backends, service_named
 from .engine import Engine
 from .loop import IoLoop
 from .objects import MemoryObjects, ObjectStore
+from .observability import AMP_SCRAPE, AMP_URL, OBSERVABILITY_ADDON, amp_value
 from .prometheus.api import make_app as prometheus_app
-from .prometheus.promql import Evaluator, QueryError
 from .prometheus.scrape import Prometheus, discover, parse_config
 from .router import Router
 from .sidecar import METRICS_PORT, PROXY_PORT, Sidecar
@@ -47,51 +47,6 @@ Key = tuple[str, str, str]  # cluster key, pod uid, container name
 ENGINES = ("vllm", "sglang", "lmi")
 SIDECAR = "sidecar-reverse-proxy"
 DISCOVERY_EVERY = 0.25  # real seconds between Prometheus service-discovery refreshes
-OBSERVABILITY_ADDON = "amazon-sagemaker-hyperpod-observability"
-AMP_URL = re.compile(
-    r"^https://aps-workspaces\.[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)*\.amazonaws\.com/workspaces/ws-[a-zA-Z0-9-]+$"
-)
-# what the HyperPod observability add-on's collector scrapes from inference endpoints and remote-writes
-# to the cluster's Amazon Managed Prometheus workspace: each model container and its sidecar's metrics
-AMP_SCRAPE = {
-    "global": {"scrape_interval": "15s"},
-    "scrape_configs": [
-        {
-            "job_name": "hyperpod-inference-model",
-            "kubernetes_sd_configs": [{"role": "pod"}],
-            "relabel_configs": [
-                {
-                    "source_labels": ["__meta_kubernetes_pod_label_deploying_service"],
-                    "regex": "hyperpod-inference",
-                    "action": "keep",
-                },
-                {
-                    "source_labels": ["__meta_kubernetes_pod_container_name", "__meta_kubernetes_pod_label_app"],
-                    "regex": r"(.+);\1",
-                    "action": "keep",
-                },
-                {"source_labels": ["__meta_kubernetes_namespace"], "target_label": "namespace"},
-                {"source_labels": ["__meta_kubernetes_pod_name"], "target_label": "pod"},
-                {"source_labels": ["__meta_kubernetes_pod_label_app"], "target_label": "deployment"},
-            ],
-        },
-        {
-            "job_name": "hyperpod-inference-sidecar",
-            "kubernetes_sd_configs": [{"role": "pod"}],
-            "relabel_configs": [
-                {
-                    "source_labels": ["__meta_kubernetes_pod_label_deploying_service"],
-                    "regex": "hyperpod-inference",
-                    "action": "keep",
-                },
-                {"source_labels": ["__meta_kubernetes_pod_container_port_name"], "regex": "metrics", "action": "keep"},
-                {"source_labels": ["__meta_kubernetes_namespace"], "target_label": "namespace"},
-                {"source_labels": ["__meta_kubernetes_pod_name"], "target_label": "pod"},
-                {"source_labels": ["__meta_kubernetes_pod_label_app"], "target_label": "deployment"},
-            ],
-        },
-    ],
-}
 
 
 @dataclass
@@ -380,7 +335,7 @@ class ServingHub:
     def _prometheus_targets(self, c: Cluster, pod: Obj, proc: Proc) -> None:
         path = proc.meta["config"]
         ct = next((x for x, p in self._programs_of(c, pod) if p is not None and p.kind == "prometheus"), {})
-        text = _mounted_file(c, pod, ct, path)
+        text = mounted_file(c, pod, ct, path)
         prom: Prometheus = proc.obj
         if text is None:
             prom.config_error = f"open {path}: no such file or directory"
@@ -407,7 +362,7 @@ class ServingHub:
         for p in c.list("/pods"):
             if (p.get("status") or {}).get("podIP") == host and pod_active(p):
                 return self.pod_port(c, p, port)
-        svc = _service(c, host, namespace)
+        svc = service_named(c, host, namespace)
         if svc is None:
             return None
         pods = service_backends(c, svc, port)
@@ -426,7 +381,7 @@ class ServingHub:
         """The latest answer to a trigger's query: (value, error, wall time). Polled every
         `interval_s` simulated seconds on the I/O loop; the first call starts the poller."""
         if AMP_URL.match(server.rstrip("/")):
-            return self._amp_value(c, query)
+            return amp_value(self.amp.get(c.key), query, self.speedup)
         u = urlparse(server)
         port = self.resolve(c, u.hostname or "", u.port or (443 if u.scheme == "https" else 80), namespace)
         pkey = (c.key, key[0], key[1])
@@ -436,26 +391,6 @@ class ServingHub:
             poll.task = self.io.submit(self._poll(poll))
         poll.query, poll.port, poll.interval, poll.url = query, port, interval_s, server
         return poll.result
-
-    def _amp_value(self, c: Cluster, query: str) -> tuple[float | None, str | None, float]:
-        """A query to the cluster's Amazon Managed Prometheus workspace (evaluated in process: AMP is
-        an AWS API, not an address inside the cluster). Without the observability add-on nothing was
-        remote-written, so the answer is empty (0 for KEDA)."""
-        now = time.time()
-        amp = self.amp.get(c.key)
-        if amp is None:
-            return 0.0, None, now
-        try:
-            kind, value = Evaluator(amp.db, self.speedup).instant(query, now)
-        except QueryError as e:
-            return None, f"prometheus query api returned error. status: 400 response: {e}", now
-        if kind == "scalar":
-            return float(value), None, now
-        if not value:
-            return 0.0, None, now
-        if len(value) > 1:
-            return None, f"prometheus query {query} returned multiple elements", now
-        return float(value[0][1]), None, now
 
     def forget_polls(self, c: Cluster, keep: set[str]) -> None:
         for k in [k for k in self.polls if k[0] == c.key and k[1] not in keep]:
@@ -534,77 +469,3 @@ def _program(ct: Obj) -> commands.Program | None:
 def _drain(c: Cluster, pod: Obj, container: str, lines: Any) -> None:
     while lines:
         c.append_log(pod, container, lines.popleft())
-
-
-def _service(c: Cluster, host: str, namespace: str) -> Obj | None:
-    for svc in c.list("/services"):
-        if (svc.get("spec") or {}).get("clusterIP") == host:
-            return svc
-    parts = host.split(".")
-    if len(parts) >= 3 and parts[2] == "svc":
-        return c.get("/services", parts[1], parts[0])
-    if len(parts) == 2:
-        return c.get("/services", parts[1], parts[0])
-    if len(parts) == 1:
-        return c.get("/services", namespace, parts[0])
-    return None
-
-
-def service_backends(c: Cluster, svc: Obj, port: int | str) -> list[tuple[Obj, int]]:
-    """Ready pods behind a Service port (by number or name) and the container port each serves it on."""
-    sp = next(
-        (p for p in (svc.get("spec") or {}).get("ports") or [] if p.get("port") == port or p.get("name") == port),
-        None,
-    )
-    if sp is None:
-        return []
-    ep = c.get("/endpoints", svc["metadata"]["namespace"], svc["metadata"]["name"]) or {}
-    out = []
-    by_ip = {(p.get("status") or {}).get("podIP"): p for p in c.list("/pods", svc["metadata"]["namespace"])}
-    for ss in ep.get("subsets") or []:
-        ports = ss.get("ports") or []
-        ep_port = next((x for x in ports if x.get("name", "") == sp.get("name", "")), None)
-        if ep_port is None:
-            continue
-        for a in ss.get("addresses") or []:
-            p = by_ip.get(a.get("ip"))
-            if p is not None:
-                out.append((p, int(ep_port["port"])))
-    return out
-
-
-def _mounted_file(c: Cluster, pod: Obj, ct: Obj, path: str) -> str | None:
-    """A file that a ConfigMap (or Secret) volume puts at `path` in the container."""
-    import base64
-    import posixpath
-
-    for m in ct.get("volumeMounts") or []:
-        mp = str(m.get("mountPath", "")).rstrip("/")
-        if not path.startswith(mp + "/"):
-            continue
-        rel = path[len(mp) + 1 :]
-        vol = next((v for v in pod["spec"].get("volumes") or [] if v.get("name") == m.get("name")), None)
-        if vol is None:
-            return None
-        ns = pod["metadata"]["namespace"]
-        if vol.get("configMap"):
-            src = c.get("/configmaps", ns, vol["configMap"].get("name", "")) or {}
-            data = src.get("data") or {}
-            decode = False
-            items = vol["configMap"].get("items")
-        elif vol.get("secret"):
-            src = c.get("/secrets", ns, vol["secret"].get("secretName", "")) or {}
-            data = src.get("data") or {}
-            decode = True
-            items = vol["secret"].get("items")
-        else:
-            return None
-        key = rel
-        for it in items or []:
-            if it.get("path") == rel:
-                key = it.get("key", rel)
-        value = data.get(posixpath.basename(key)) if key not in data else data[key]
-        if value is None:
-            return None
-        return base64.b64decode(value).decode() if decode else str(value)
-    return None
