@@ -151,6 +151,10 @@ class Sandbox:
         except Exception:
             log.error("KubeWorld failed to start; Kubernetes endpoints answer 503\n%s", traceback.format_exc())
             self.kube = _NullKube(self.state_dir, self.speedup)
+        if hasattr(self.kube, "object_store"):
+            from sandbox.aws.s3_objects import MotoObjects
+
+            self.kube.object_store = MotoObjects(self.world)  # S3 mounts and download Jobs use moto's buckets
         self._known_kube = set(getattr(self.kube, "clusters", {}) or {})  # restored from its snapshot
         self.world.faults.on_pod_crash = self._pod_crash
         self.world.faults.load_env()

@@ -14,7 +14,7 @@ from urllib.parse import parse_qs
 
 import yaml
 
-from . import errors
+from . import errors, proxy
 from .apply import fields_v1, remove_unapplied
 from .errors import ApiError
 from .patch import json_patch, merge_patch, strategic_merge
@@ -45,6 +45,8 @@ _REASONS = {
     410: "Gone",
     415: "Unsupported Media Type",
     422: "Unprocessable Entity",
+    429: "Too Many Requests",
+    502: "Bad Gateway",
     500: "Internal Server Error",
     503: "Service Unavailable",
 }
@@ -52,12 +54,18 @@ _REASONS = {
 
 class Response:
     def __init__(
-        self, code: int, body: Any = None, content_type: str = "application/json", stream: Iterator[bytes] | None = None
+        self,
+        code: int,
+        body: Any = None,
+        content_type: str = "application/json",
+        stream: Iterator[bytes] | None = None,
+        headers: list[tuple[str, str]] | None = None,
     ) -> None:
         self.code = code
         self.body = body
         self.content_type = content_type
         self.stream = stream
+        self.headers = headers or []  # extra headers (proxied answers keep the upstream's)
 
 
 _RETURNS_DELETED = {"/pods", "/namespaces", "/services", "/persistentvolumes", "/persistentvolumeclaims"}
@@ -104,7 +112,8 @@ class KubeApi:
             traceback.print_exc()
             resp = Response(500, ApiError(500, "InternalError", f"sandbox kube error: {e!r}").status())
         headers = [("Content-Type", resp.content_type), ("Cache-Control", "no-cache, private"), ("Audit-Id", "sandbox")]
-        status = f"{resp.code} {_REASONS.get(resp.code, 'Unknown')}"
+        headers += [h for h in resp.headers if h[0].lower() not in ("cache-control", "audit-id")]
+        status = f"{resp.code} {_REASONS.get(resp.code) or _phrase(resp.code)}"
         if resp.stream is not None:
             start_response(status, headers)
             return resp.stream
@@ -133,6 +142,10 @@ class KubeApi:
         # like EKS (system:public-info-viewer), /version is readable without credentials
         if rest != ["version"] and not self.authorized(environ):
             raise errors.unauthorized()
+        if proxy.is_proxy(rest):
+            # resolved under the cluster lock, forwarded without it (answers can stream for minutes)
+            code, body, ctype, stream, headers = proxy.handle(self.world, cluster, rest, req)
+            return Response(code, body, ctype, stream=stream, headers=headers)
         with cluster.lock:
             cluster.field_validation = q.get("fieldValidation")
             try:
@@ -569,7 +582,11 @@ class KubeApi:
         st = pod.get("status") or {}
         started = any(
             cs.get("name") == container
-            and ("running" in (cs.get("state") or {}) or "terminated" in (cs.get("state") or {}))
+            and (
+                "running" in (cs.get("state") or {})
+                or "terminated" in (cs.get("state") or {})
+                or "terminated" in (cs.get("lastState") or {})
+            )  # a crash-looping container shows its last run
             for cs in st.get("containerStatuses") or []
         )
         if not started:
@@ -635,6 +652,15 @@ def load_yaml(raw: bytes) -> Any:
         return json.loads(raw)
     except ValueError:
         return yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def _phrase(code: int) -> str:
+    from http import HTTPStatus
+
+    try:
+        return HTTPStatus(code).phrase
+    except ValueError:
+        return "Unknown"
 
 
 def _version_priority(v: str) -> tuple[int, int, int]:

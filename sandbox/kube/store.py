@@ -321,6 +321,7 @@ class Cluster:
         if nm.get("deletionTimestamp") and not nm.get("finalizers"):
             self.bucket(rt.gr)[(ns, name)] = new
             self._remove(rt.gr, new)
+            self._cascade(nm["uid"], ns)  # the garbage collector then deletes its dependents
             return new
         self.bucket(rt.gr)[(ns, name)] = new
         if rt.gr == CRD_GR:

@@ -13,8 +13,10 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..serving.hub import ServingHub
+from ..serving.objects import MemoryObjects, ObjectStore
 from .api import KubeApi
-from .controllers import inference, karpenter, ray, training
+from .controllers import inference, karpenter, keda, ray, serving, training
 from .controllers.base import Ctx, make_ctx, pod_active
 from .controllers.kubelet import crash, run_kubelet
 from .controllers.nodes import sync_nodes as _sync_nodes
@@ -33,8 +35,10 @@ CONTROLLERS: list[tuple[str, Controller]] = [
     ("training", training.run),
     ("ray", ray.run),
     ("inference", inference.run),
+    ("keda", keda.run),
     ("scheduler", schedule),
     ("karpenter", karpenter.run),  # after the scheduler: it provisions for what stayed pending
+    ("serving", serving.run),
     ("kubelet", run_kubelet),
 ]
 
@@ -50,6 +54,8 @@ class KubeWorld:
         self.clusters: dict[str, Cluster] = {}
         self._lock = threading.Lock()  # guards the clusters map, not the clusters
         self._api = KubeApi(self)
+        # simulated server processes of serving pods (listeners on 127.0.0.1); see sandbox/serving
+        self.serving = ServingHub(self.speedup, MemoryObjects())
         if self.state_dir and (self.state_dir / SNAPSHOT).exists():
             data = json.loads((self.state_dir / SNAPSHOT).read_text())
             for cd in data.get("clusters", []):
@@ -86,6 +92,7 @@ class KubeWorld:
             with c.lock:
                 c.closed = True
                 c.cond.notify_all()
+        self.serving.drop_cluster(key)
 
     def sync_nodes(self, key: str, nodes: list[dict[str, Any]]) -> None:
         c = self.clusters.get(key)
@@ -145,8 +152,18 @@ class KubeWorld:
                     crashed.append(pod["metadata"]["name"])
         return crashed
 
+    @property
+    def object_store(self) -> ObjectStore:
+        """Where S3 mounts read and download Jobs write (the sandbox server sets moto's S3)."""
+        return self.serving.objects
+
+    @object_store.setter
+    def object_store(self, store: ObjectStore) -> None:
+        self.serving.objects = store
+
     def tick(self) -> None:
         ctx = make_ctx(self.speedup)
+        ctx.serving = self.serving
         for c in list(self.clusters.values()):
             with c.lock:
                 for name, fn in CONTROLLERS:
@@ -181,11 +198,12 @@ class KubeWorld:
         self._saved_sig = sig
 
     def close(self) -> None:
-        """End open watch and log streams (server shutdown)."""
+        """End open watch and log streams and the simulated servers (server shutdown)."""
         for c in list(self.clusters.values()):
             with c.lock:
                 c.closed = True
                 c.cond.notify_all()
+        self.serving.close()
 
     # ------------------------------------------------------------ conveniences for tests / tools
 

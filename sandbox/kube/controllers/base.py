@@ -20,6 +20,7 @@ ANN_EXIT_CODE = "sandbox.instantstart.io/exit-code"
 class Ctx:
     speedup: float
     now: float
+    serving: Any = None  # the world's sandbox.serving.hub.ServingHub (simulated server processes)
 
     def elapsed(self, since: float | None) -> float:
         """Simulated seconds since a wall-clock instant."""

@@ -170,11 +170,19 @@ def _start(c: Cluster, ctx: Ctx, pod: Obj, s: dict[str, Any]) -> None:
     st["podIP"] = pod_ip(pod)
     st["podIPs"] = [{"ip": st["podIP"]}]
     restarts = s.get("restarts", 0)
+    # containers whose readiness the serving hub decides (their server must answer first)
+    gated = set(s.get("serving_containers") or [])
     st["containerStatuses"] = [
-        _container_status(ct, {"running": {"startedAt": ts}}, True, restarts, True) for ct in containers
+        _container_status(ct, {"running": {"startedAt": ts}}, ct.get("name") not in gated, restarts, True)
+        for ct in containers
     ]
     for t in ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready", "PodScheduled"):
-        st["conditions"] = set_condition(st.get("conditions") or [], t, "True")
+        if gated and t in ("ContainersReady", "Ready"):
+            unready = " ".join(sorted(gated))
+            msg = f"containers with unready status: [{unready}]"
+            st["conditions"] = set_condition(st.get("conditions") or [], t, "False", "ContainersNotReady", msg)
+        else:
+            st["conditions"] = set_condition(st.get("conditions") or [], t, "True")
     c.put_status("/pods", pod, st)
     s["t_started"] = ctx.now
     fresh = c.get("/pods", pod["metadata"]["namespace"], pod["metadata"]["name"]) or pod
@@ -295,6 +303,8 @@ def startup_lines(pod: Obj, ct: Obj, s: dict[str, Any]) -> list[str]:
     if style == "batch":
         cmd = " ".join(str(x) for x in (ct.get("command") or []) + (ct.get("args") or [])) or image
         return [f"[sandbox] running: {cmd}"]
+    if style in ("serving", "download"):
+        return []  # the serving hub writes what the program prints (sandbox/serving/)
     lines = [f"[sandbox] container {name} started (image {image})"]
     port = next((p.get("containerPort") for p in ct.get("ports") or []), None)
     if "vllm" in image:

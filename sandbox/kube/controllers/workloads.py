@@ -1,20 +1,18 @@
 """kube-controller-manager, the parts a user of the product sees: Deployment → ReplicaSet → Pods,
-DaemonSet, StatefulSet, Job, Service load balancers, PVC binding, namespace termination."""
+DaemonSet, StatefulSet, Job, PVC binding, namespace termination; Services in services.py."""
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from ..admission import pod_template_hash
-from ..selectors import match_label_selector_obj
 from ..store import Cluster, now_iso
 from ..util import clone
+from . import services
 from .base import Ctx, children, create_pod, owner_ref, pod_active, pod_ready, set_condition, sim
 from .scheduler import fit_reasons
 
 Obj = dict[str, Any]
-LB_SECONDS = 20.0  # simulated time until an ELB hostname is published
 FAILED_POD_GC_SECONDS = 120.0  # failed pods owned by a ReplicaSet are cleaned after this
 
 
@@ -33,7 +31,7 @@ def run_workloads(c: Cluster, ctx: Ctx) -> None:
     for job in c.list("batch/jobs"):
         _job(c, ctx, job)
     for svc in c.list("/services"):
-        _service(c, ctx, svc)
+        services.reconcile(c, ctx, svc)
     for pvc in c.list("/persistentvolumeclaims"):
         if (pvc.get("status") or {}).get("phase") != "Bound":
             spec = pvc.get("spec") or {}
@@ -447,83 +445,3 @@ def _job_ttl(c: Cluster, ctx: Ctx, job: Obj) -> None:
     s.setdefault("t_finished", ctx.now)
     if ctx.elapsed(s["t_finished"]) >= float(ttl):
         c.delete(c.type_by_gr("batch/jobs"), job["metadata"]["namespace"], job["metadata"]["name"])
-
-
-# ------------------------------------------------------------------ Service
-
-
-def _service(c: Cluster, ctx: Ctx, svc: Obj) -> None:
-    spec = svc.get("spec") or {}
-    ns = svc["metadata"]["namespace"]
-    sel = spec.get("selector")
-    if sel:
-        ready = [
-            p
-            for p in c.list("/pods", ns)
-            if pod_active(p)
-            and pod_ready(p)
-            and match_label_selector_obj({"matchLabels": sel}, p["metadata"].get("labels"))
-        ]
-        subsets = []
-        if ready:
-            subsets = [
-                {
-                    "addresses": [
-                        {
-                            "ip": (p.get("status") or {}).get("podIP", ""),
-                            "nodeName": p["spec"].get("nodeName"),
-                            "targetRef": {
-                                "kind": "Pod",
-                                "namespace": ns,
-                                "name": p["metadata"]["name"],
-                                "uid": p["metadata"]["uid"],
-                            },
-                        }
-                        for p in ready
-                    ],
-                    "ports": [
-                        {
-                            "name": pt.get("name"),
-                            "port": pt.get("targetPort", pt.get("port")),
-                            "protocol": pt.get("protocol", "TCP"),
-                        }
-                        if pt.get("name")
-                        else {"port": pt.get("targetPort", pt.get("port")), "protocol": pt.get("protocol", "TCP")}
-                        for pt in spec.get("ports") or []
-                    ],
-                }
-            ]
-        ep = c.get("/endpoints", ns, svc["metadata"]["name"])
-        body = {
-            "metadata": {
-                "name": svc["metadata"]["name"],
-                "namespace": ns,
-                "labels": svc["metadata"].get("labels") or {},
-            },
-            "subsets": subsets,
-        }
-        if ep is None:
-            rt = c.type_by_gr("/endpoints")
-            assert rt is not None
-            c.create(rt, body, ns)
-        elif ep.get("subsets") != subsets:
-            c.put("/endpoints", dict(ep, subsets=subsets))
-    if spec.get("type") != "LoadBalancer":
-        return
-    if ((svc.get("status") or {}).get("loadBalancer") or {}).get("ingress"):
-        return
-    s = sim(c, svc)
-    if "t_lb" not in s:
-        s["t_lb"] = ctx.now
-        c.record_event(svc, "EnsuringLoadBalancer", "Ensuring load balancer", component="service-controller")
-        return
-    if ctx.elapsed(s["t_lb"]) < LB_SECONDS:
-        return
-    h = hashlib.md5(svc["metadata"]["uid"].encode()).hexdigest()
-    num = int(h[:8], 16) % 10**10
-    internal = (svc["metadata"].get("annotations") or {}).get(
-        "service.beta.kubernetes.io/aws-load-balancer-scheme"
-    ) == "internal"
-    host = f"{'internal-' if internal else ''}a{h}-{num}.{c.region}.elb.amazonaws.com"
-    c.put_status("/services", svc, {"loadBalancer": {"ingress": [{"hostname": host}]}})
-    c.record_event(svc, "EnsuredLoadBalancer", "Ensured load balancer", component="service-controller")

@@ -10,10 +10,12 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
+from sandbox.kube.operators import INFERENCE_ADDON
+
 from .conftest import KEY, Kube, gpu_node, wait_for
 
 TRAINING = "amazon-sagemaker-hyperpod-training-operator"
-INFERENCE = "amazon-sagemaker-hyperpod-inference"
+INFERENCE = INFERENCE_ADDON  # the add-on's name lives in one place
 G, V, P = "sagemaker.amazonaws.com", "v1", "hyperpodpytorchjobs"
 
 
@@ -275,9 +277,12 @@ def test_inference_endpoint_and_keda(world_factory: Callable[..., Kube]) -> None
     )
     dep = kube.apps.read_namespaced_deployment("llama-ep", "default")
     assert dep.status.ready_replicas == 1
-    assert kube.core.read_namespaced_service("llama-ep-service", "default").spec.ports[0].target_port == 8000
+    # the Service points at the operator's reverse-proxy sidecar, which fronts the model container
+    assert kube.core.read_namespaced_service("llama-ep-service", "default").spec.ports[0].target_port == 8081
     pod = kube.core.list_namespaced_pod("default", label_selector="app=llama-ep").items[0]
-    assert "Uvicorn running" in kube.core.read_namespaced_pod_log(pod.metadata.name, "default")
+    assert [c.name for c in pod.spec.containers] == ["llama-ep", "sidecar-reverse-proxy", "otel-collector"]
+    log = kube.core.read_namespaced_pod_log(pod.metadata.name, "default", container="llama-ep")
+    assert "Application startup complete." in log
 
     so = {
         "apiVersion": "keda.sh/v1alpha1",

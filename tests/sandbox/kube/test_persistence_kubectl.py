@@ -41,6 +41,8 @@ def test_state_survives_save_and_reload(world_factory: Callable[..., Kube], tmp_
             == 2
         )
     )
+    # the ReplicaSet and Deployment record the ready pods a tick later: save only once they have
+    wait_for(lambda: kube.apps.read_namespaced_deployment("keep", "default").status.ready_replicas == 2)
     pod_name = pods[0].metadata.name
     log_before = kube.core.read_namespaced_pod_log(pod_name, "default")
     rv_before = int(kube.core.list_namespace().metadata.resource_version)
