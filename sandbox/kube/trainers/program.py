@@ -143,13 +143,17 @@ class Program:
         return v if v > 0 else None
 
     def planned_steps(self) -> int:
+        """The command line's step count, else as many steps as fit the run time (the sandbox
+        annotation, or DEFAULT_RUN_SECONDS). With both, steps keep their count and take the time."""
         explicit = self.explicit_steps()
         run_s = self.spec.get("run_s")
         if explicit and run_s is None:
             return explicit
-        budget = _float(run_s, DEFAULT_RUN_SECONDS) - self.startup_s - self.finish_s
-        fit = max(int(budget / self.step_s), 1)
-        return min(fit, explicit) if explicit else fit
+        budget = max(_float(run_s, DEFAULT_RUN_SECONDS) - self.startup_s - self.finish_s, 1.0)
+        if explicit:
+            self.step_s = budget / explicit
+            return explicit
+        return max(int(budget / self.step_s), 1)
 
     def at(self, offset: float) -> float:
         """The wall time of a moment `offset` simulated seconds after the process started."""

@@ -35,6 +35,12 @@ class Verl(Program):
         self.seq_len = self.max_prompt + self.max_response // 2
         self.loss_start, self.loss_floor = 0.04, -0.01
 
+    def __init__(self, spec: dict[str, Any]) -> None:
+        super().__init__(spec)
+        # an RL step waits for the longest rollout: decoding is sequential (~25 ms a token), whatever the FLOPs
+        self.step_s = max(self.step_s, self.max_response * 0.025 + 5.0)
+        self.total_steps = self.planned_steps()
+
     def explicit_steps(self) -> int | None:
         steps = _int(self.o.get("trainer.total_training_steps"), 0)
         return steps or None
