@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import threading
 import time
@@ -21,6 +22,7 @@ import urllib.request
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 log = logging.getLogger("sandbox.mlflow")
@@ -60,10 +62,18 @@ class _Run:
 class MlflowRuns:
     """Queue-fed MLflow logging for the sandbox's simulated trainers."""
 
-    def __init__(self, resolver: Resolver) -> None:
+    def __init__(self, resolver: Resolver, state_file: Path | None = None) -> None:
         self.resolver = resolver
         self._ops: deque[tuple[str, Any]] = deque()
         self._runs: dict[str, _Run] = {}
+        # runs still open, kept across a sandbox restart so a process that keeps running keeps its run
+        self._state_file = state_file
+        self._open: dict[str, dict[str, str]] = {}
+        if state_file is not None and state_file.exists():
+            try:
+                self._open = json.loads(state_file.read_text())
+            except ValueError:
+                self._open = {}
         self._wake = threading.Event()
         self._closed = False
         self.calls = 0  # REST calls made (benchmarks and tests read it)
@@ -139,7 +149,7 @@ class MlflowRuns:
                 self._runs[arg.key] = arg
             elif op == "log":
                 key, metrics, step, ts_ms = arg
-                run = self._runs.get(key)
+                run = self._runs.get(key) or self._reopen(key)
                 if run is not None:
                     run.pending.extend(
                         {"key": metric_key(k), "value": float(v), "timestamp": ts_ms, "step": int(step)}
@@ -148,9 +158,33 @@ class MlflowRuns:
                     )
             elif op == "end":
                 key, status, end_ms = arg
-                run = self._runs.get(key)
+                run = self._runs.get(key) or self._reopen(key)
                 if run is not None and run.end is None:
                     run.end = (status, end_ms)
+
+    def _reopen(self, key: str) -> _Run | None:
+        """A run created before the sandbox restarted, whose process still runs."""
+        known = self._open.get(key)
+        if known is None:
+            return None
+        run = _Run(key, known["tracking_uri"], "", known.get("name", ""), {}, {}, 0, run_id=known["run_id"])
+        self._runs[key] = run
+        return run
+
+    def _remember(self, run: _Run, is_open: bool) -> None:
+        if is_open:
+            self._open[run.key] = {"run_id": str(run.run_id), "tracking_uri": run.tracking_uri, "name": run.name}
+        else:
+            self._open.pop(run.key, None)
+        if self._state_file is None:
+            return
+        tmp = self._state_file.with_suffix(".tmp")
+        try:
+            self._state_file.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps(self._open))
+            os.replace(tmp, self._state_file)
+        except OSError:
+            log.warning("mlflow runs: cannot save %s", self._state_file, exc_info=True)
 
     def _send(self, run: _Run) -> None:
         if run.base is None:
@@ -162,6 +196,7 @@ class MlflowRuns:
         try:
             if run.run_id is None:
                 run.run_id = self._create(run)
+                self._remember(run, True)
             while run.pending:
                 chunk, run.pending = run.pending[:BATCH], run.pending[BATCH:]
                 try:
@@ -173,6 +208,7 @@ class MlflowRuns:
                 status, end_ms = run.end
                 self._post(run.base, "runs/update", {"run_id": run.run_id, "status": status, "end_time": end_ms})
                 self._runs.pop(run.key, None)
+                self._remember(run, False)
             run.since = time.monotonic()
         except urllib.error.HTTPError as e:  # the server refused: retried, then dropped
             if self._failing_too_long(run):
@@ -191,6 +227,8 @@ class MlflowRuns:
             log.warning("mlflow run %s (%s) dropped: %s", run.name, run.tracking_uri, why)
             run.warned = True
         self._runs.pop(run.key, None)
+        if run.key in self._open:
+            self._remember(run, False)
 
     def _create(self, run: _Run) -> str:
         assert run.base is not None

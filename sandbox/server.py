@@ -289,7 +289,10 @@ class Sandbox:
         self.world.mlflow = self.mlflow  # type: ignore[attr-defined]
         with self.world.lock:
             resume_servers(self.world)
-        self.mlflow_runs = MlflowRuns(lambda uri: tracking_base_url(self.world, uri))
+        self.mlflow_runs = MlflowRuns(
+            lambda uri: tracking_base_url(self.world, uri),
+            self.state_dir / "mlflow" / "open-runs.json" if self.state_dir else None,
+        )
         if hasattr(self.kube, "metrics"):
             self.kube.metrics = self.mlflow_runs
 

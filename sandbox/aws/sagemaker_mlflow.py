@@ -39,6 +39,11 @@ def _view(rec: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in rec.items() if not k.startswith("_")}
 
 
+def _update(rec: dict[str, Any], params: dict[str, Any], *keys: str) -> None:
+    """An Update* call changes only the fields it sends."""
+    rec.update({k: params[k] for k in keys if k in params})
+
+
 def _page(ctx: Ctx, items: list[dict[str, Any]], name_key: str, status_key: str) -> tuple[list[Any], str | None]:
     p = ctx.params
     if p.get("CreatedAfter") is not None:
@@ -143,16 +148,16 @@ def update_tracking_server(ctx: Ctx) -> Response:
     rec = _server(ctx)
     if rec["TrackingServerStatus"] not in _RUNNING - {"Updating", "MaintenanceInProgress"}:
         raise _conflict(rec, "updated")
-    for k in (
+    _update(
+        rec,
+        ctx.params,
         "ArtifactStoreUri",
         "TrackingServerSize",
         "AutomaticModelRegistration",
         "WeeklyMaintenanceWindowStart",
         "S3BucketOwnerAccountId",
         "S3BucketOwnerVerification",
-    ):
-        if k in ctx.params:
-            rec[k] = ctx.params[k]
+    )
     rec.update(TrackingServerStatus="Updating", LastModifiedTime=ctx.world.now(), _due=ctx.world.due("mlflow_update"))
     return ctx.ok({"TrackingServerArn": rec["TrackingServerArn"]})
 
@@ -286,16 +291,16 @@ def update_app(ctx: Ctx) -> Response:
     rec = _app(ctx)
     if rec["Status"] not in ("Created", "Updated"):
         raise AwsError("ConflictException", f"MLflow App {rec['Arn']} is in {rec['Status']} status.", 400)
-    for k in (
+    _update(
+        rec,
+        ctx.params,
         "Name",
         "ArtifactStoreUri",
         "ModelRegistrationMode",
         "WeeklyMaintenanceWindowStart",
         "DefaultDomainIdList",
         "AccountDefaultStatus",
-    ):
-        if k in ctx.params:
-            rec[k] = ctx.params[k]
+    )
     rec.update(Status="Updating", LastModifiedTime=ctx.world.now(), _due=ctx.world.due("mlflow_update"))
     return ctx.ok({"Arn": rec["Arn"]})
 

@@ -71,7 +71,9 @@ def options(pod: Obj, q: dict[str, str]) -> LogOptions:
             raise errors.bad_request(f'parsing time "{q["sinceTime"]}" as "2006-01-02T15:04:05Z07:00": cannot parse')
     if since_s is not None and since_t is not None:
         causes.append(
-            errors.cause("", "Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified", "FieldValueForbidden")
+            errors.cause(
+                "", "Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified", "FieldValueForbidden"
+            )
         )
     if causes:
         raise errors.invalid("", "PodLogOptions", name, causes)

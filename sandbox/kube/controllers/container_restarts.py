@@ -26,6 +26,20 @@ def previous_key(uid: str, container: str) -> str:
     return f"{uid}/{container}/previous"
 
 
+def terminated(cs: Obj, exit_code: int, reason: str, message: str, ts: str) -> Obj:
+    """A container status's `terminated` state: how the instance that ran ended."""
+    term = {
+        "exitCode": exit_code,
+        "reason": reason,
+        "startedAt": ((cs.get("state") or {}).get("running") or {}).get("startedAt", ts),
+        "finishedAt": ts,
+        "containerID": cs.get("containerID"),
+    }
+    if message:
+        term["message"] = message
+    return term
+
+
 def exited(c: Cluster, ctx: Ctx, pod: Obj, exit_code: int, reason: str, message: str = "") -> None:
     s = sim(c, pod)
     n = int(s.get("restarts", 0))
@@ -36,16 +50,7 @@ def exited(c: Cluster, ctx: Ctx, pod: Obj, exit_code: int, reason: str, message:
     name = pod["metadata"]["name"]
     new_cs = []
     for cs in st.get("containerStatuses") or []:
-        started = ((cs.get("state") or {}).get("running") or {}).get("startedAt", ts)
-        term = {
-            "exitCode": exit_code,
-            "reason": reason,
-            "startedAt": started,
-            "finishedAt": ts,
-            "containerID": cs.get("containerID"),
-        }
-        if message:
-            term["message"] = message
+        term = terminated(cs, exit_code, reason, message, ts)
         waiting = {
             "reason": "CrashLoopBackOff",
             "message": f"back-off {int(backoff) or 10}s restarting failed container={cs.get('name')} "

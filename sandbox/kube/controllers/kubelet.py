@@ -42,7 +42,7 @@ def _defaults(pod: Obj, s: dict[str, Any]) -> None:
         return
     ann = pod["metadata"].get("annotations") or {}
     rp = (pod.get("spec") or {}).get("restartPolicy", "Always")
-    training = rp != "Always" and trainer_logs.main_container(pod)[0] is not None
+    training = rp != "Always" and trainer_logs.main_container(pod, launched_only=True)[0] is not None
     if ANN_RUN_SECONDS in ann:
         try:
             s["run_s"] = float(ann[ANN_RUN_SECONDS])
@@ -245,16 +245,7 @@ def terminate(c: Cluster, pod: Obj, exit_code: int, reason: str, message: str = 
     st["phase"] = "Succeeded" if exit_code == 0 else "Failed"
     new_cs = []
     for cs in st.get("containerStatuses") or []:
-        started = ((cs.get("state") or {}).get("running") or {}).get("startedAt", ts)
-        term = {
-            "exitCode": exit_code,
-            "reason": reason,
-            "startedAt": started,
-            "finishedAt": ts,
-            "containerID": cs.get("containerID"),
-        }
-        if message:
-            term["message"] = message
+        term = container_restarts.terminated(cs, exit_code, reason, message, ts)
         new_cs.append(dict(cs, state={"terminated": term}, ready=False, started=False))
     st["containerStatuses"] = new_cs
     why = "PodCompleted" if exit_code == 0 else "PodFailed"

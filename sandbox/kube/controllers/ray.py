@@ -361,7 +361,8 @@ def _ensure_cluster(c: Cluster, rj: Obj, st: Obj) -> Obj | None:
         c.record_event(
             rj,
             "RayClusterNotFound",
-            f"RayCluster {ns}/{st['rayClusterName']} set in the clusterSelector is not found. It must be created manually",
+            f"RayCluster {ns}/{st['rayClusterName']} set in the clusterSelector is not found. "
+            "It must be created manually",
             "Warning",
             component=JOB_COMPONENT,
         )
@@ -394,7 +395,8 @@ def _submit_command(rj: Obj, st: Obj) -> str:
     entry = str((rj.get("spec") or {}).get("entrypoint", "")).strip()
     health = f"python3 -c \"import urllib.request; urllib.request.urlopen('{address}/api/gcs_healthz', timeout=5)\""
     return (
-        f'until {health} >/dev/null 2>&1 ; do echo "Waiting for Ray Dashboard GCS to become healthy at {address} ..." ; '
+        f"until {health} >/dev/null 2>&1 ; do "
+        f'echo "Waiting for Ray Dashboard GCS to become healthy at {address} ..." ; '
         f"sleep 2 ; done ; if ! ray job status --address {address} {job_id} >/dev/null 2>&1 ; then "
         f"ray job submit --address {address} --no-wait --submission-id {job_id} -- {entry} ; fi ; "
         f"ray job logs --address {address} --follow {job_id}"

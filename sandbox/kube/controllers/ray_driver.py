@@ -131,7 +131,8 @@ def advance(c: Cluster, ctx: Ctx, rj: Obj, head_alive: bool) -> None:
             driver,
             ctx,
             "FAILED",
-            f"Job entrypoint command failed with exit code {code}, last available logs (truncated to 20,000 chars):\n{tail}",
+            f"Job entrypoint command failed with exit code {code}, last available logs "
+            f"(truncated to 20,000 chars):\n{tail}",
         )
 
 

@@ -26,11 +26,12 @@ def rfc3339(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1e6) % 1_000_000:06d}000Z"
 
 
-def main_container(pod: Obj) -> tuple[Obj | None, Any]:
-    """The first container that runs a program the sandbox recognises, with its Launch."""
+def main_container(pod: Obj, launched_only: bool = False) -> tuple[Obj | None, Any]:
+    """The first container that runs a program the sandbox recognises, with its Launch.
+    `launched_only`: not a bare `python script.py`, which outside a training job is just a script."""
     for ct in (pod.get("spec") or {}).get("containers") or []:
         launch = recognise(ct)
-        if launch is not None:
+        if launch is not None and not (launched_only and launch.launcher == "python" and launch.kind == "pytorch"):
             return ct, launch
     return None, None
 

@@ -180,7 +180,8 @@ def reconcile(c: Cluster, ctx: Ctx, job: Obj) -> None:
             s["attempt_running"] = ctx.now
         fault = s.pop("fault", None)
         if fault:
-            msg = f"The fault of reason {fault['reason']} was remediated in {int((ctx.now - fault['at']) * 1000)} milliseconds."
+            took = int((ctx.now - fault["at"]) * 1000)
+            msg = f"The fault of reason {fault['reason']} was remediated in {took} milliseconds."
             conds = _phase(conds, "Running", "Running", msg)
             conds = set_condition(conds, "PodsRunning", "True", "", "")
             c.record_event(job, "Running", msg, component=COMPONENT)
@@ -286,7 +287,8 @@ def _faults(
                     "pod": n,
                     "node": node,
                     "reason": "PodFailed",
-                    "message": f"Pod {n} failed: container exited with code {term.get('exitCode', 1)} ({term.get('reason', 'Error')})",
+                    "message": f"Pod {n} failed: container exited with code {term.get('exitCode', 1)} "
+                    f"({term.get('reason', 'Error')})",
                     "recreate": True,
                 }
             )
@@ -356,35 +358,18 @@ def _restart(
         "faultyInstanceIdList": sorted({_instance_id(c, f["node"]) for f in faults if f["node"]}),
         "faultyRankList": sorted({str(idx.get(n, 0)) for n in faulty}, key=int),
     }
+    st["restartStatus"] = rs
+    limit = rp.get("maxFullJobRestarts")
+    spent = None
     if st["restartCount"] > max_retry:
         st["restartCount"] = max_retry
-        st["restartStatus"] = rs
-        _fail(
-            c,
-            ctx,
-            job,
-            st,
-            conds,
-            pods,
-            "MaxRetryCountExceeded",
-            f"The job reached its jobMaxRetryCount of {max_retry} restarts; the last fault was {reason}: {faults[0]['message']}",
-        )
+        spent = ("MaxRetryCountExceeded", f"jobMaxRetryCount of {max_retry} restarts")
+    elif kind == "JLR" and limit is not None and rs["fullJobRestartCount"] > int(limit):
+        spent = ("MaxFullJobRestartsExceeded", f"maxFullJobRestarts of {limit}")
+    if spent:
+        why = f"The job reached its {spent[1]}; the last fault was {reason}: {faults[0]['message']}"
+        _fail(c, ctx, job, st, conds, pods, spent[0], why)
         return
-    limit = rp.get("maxFullJobRestarts")
-    if kind == "JLR" and limit is not None and rs["fullJobRestartCount"] > int(limit):
-        st["restartStatus"] = rs
-        _fail(
-            c,
-            ctx,
-            job,
-            st,
-            conds,
-            pods,
-            "MaxFullJobRestartsExceeded",
-            f"The job reached its maxFullJobRestarts of {limit}; the last fault was {reason}: {faults[0]['message']}",
-        )
-        return
-    st["restartStatus"] = rs
     pod_rt = c.type_by_gr("/pods")
     assert pod_rt is not None
     recreate = {f["pod"] for f in faults if f["recreate"]}

@@ -189,7 +189,8 @@ class LlamaFactory(Program):
             out.append(
                 self.tee(
                     0,
-                    f"{{'loss': {round(m[0], 4)}, 'grad_norm': {num(m[1])}, 'learning_rate': {num(m[2])}, 'epoch': {m[3]}}}",
+                    f"{{'loss': {round(m[0], 4)}, 'grad_norm': {num(m[1])}, 'learning_rate': {num(m[2])}, "
+                    f"'epoch': {m[3]}}}",
                 )
             )
         if step % self.save_steps == 0 and step < self.total_steps:
@@ -257,19 +258,6 @@ class LlamaFactory(Program):
             "{'task': {'name': 'Causal Language Modeling', 'type': 'text-generation'}}",
         ]
         return [self.tee(0, x) for x in lines] + self.elastic_done_lines(t)
-
-    def crash_lines(self, t: float, code: int) -> list[str]:
-        if code == 137:
-            return []
-        return self.child_failed_lines(
-            t,
-            code,
-            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
-            f"{self.accel.memory_gib - 0.3:.2f} GiB of which 1.06 GiB is free.",
-        )
-
-    def restart_lines(self, t: float) -> list[str]:
-        return self.agent_restart_lines(t)
 
     def mlflow_params(self) -> dict[str, Any]:
         return {

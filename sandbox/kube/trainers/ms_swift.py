@@ -74,7 +74,8 @@ class MsSwift(Program):
         r0 = [
             (
                 1.0,
-                "[INFO:swift] Successfully registered `/usr/local/lib/python3.12/site-packages/swift/llm/dataset/data/dataset_info.json`.",
+                "[INFO:swift] Successfully registered "
+                "`/usr/local/lib/python3.12/site-packages/swift/llm/dataset/data/dataset_info.json`.",
             ),
             (6.0, self._info(f"Loading the model using model_dir: {self.model}")),
             (6.1, self._info("Setting torch_dtype: torch.bfloat16")),
@@ -85,7 +86,8 @@ class MsSwift(Program):
                 45.0,
                 self._info(
                     f"model_parameter_info: PeftModelForCausalLM: {total / 1e6 + trainable / 1e6:.4f}M Params "
-                    f"({trainable / 1e6:.4f}M Trainable [{100 * trainable / (total + trainable):.4f}%]), 0.0001M Buffers."
+                    f"({trainable / 1e6:.4f}M Trainable [{100 * trainable / (total + trainable):.4f}%]), "
+                    "0.0001M Buffers."
                 ),
             ),
             (50.0, self._info("train_dataset: Dataset({")),
@@ -180,19 +182,6 @@ class MsSwift(Program):
             self._info(f"End time of running main: {stamp}"),
         ]
         return [self.tee(0, x) for x in lines] + self.elastic_done_lines(t)
-
-    def crash_lines(self, t: float, code: int) -> list[str]:
-        if code == 137:
-            return []
-        return self.child_failed_lines(
-            t,
-            code,
-            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity of "
-            f"{self.accel.memory_gib - 0.3:.2f} GiB of which 812.00 MiB is free.",
-        )
-
-    def restart_lines(self, t: float) -> list[str]:
-        return self.agent_restart_lines(t)
 
     def mlflow_params(self) -> dict[str, Any]:
         return {

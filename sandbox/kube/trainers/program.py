@@ -211,13 +211,22 @@ class Program:
     def finish_lines(self, t: float, code: int) -> list[str]:
         return []
 
+    def crash_error(self) -> str:
+        """The exception a failing run of this program ends with."""
+        return (
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+            f"{self.accel.memory_gib - 0.3:.2f} GiB of which 1.06 GiB is free."
+        )
+
     def crash_lines(self, t: float, code: int) -> list[str]:
         """What is printed when the process dies with `code` (nothing for SIGKILL: 137)."""
-        return []
+        if code == 137:
+            return []
+        return self.child_failed_lines(t, code, self.crash_error())
 
     def restart_lines(self, t: float) -> list[str]:
         """The launcher's lines when the operator restarts the processes in place."""
-        return []
+        return self.agent_restart_lines(t)
 
     def mlflow_enabled(self) -> bool:
         return bool(self.env.get("MLFLOW_TRACKING_URI"))
@@ -283,6 +292,16 @@ class Program:
             return []
         where = "torch/distributed/run.py:792"
         lines: list[str] = []
+        level = (self.options.get("server_log_level") or self.env.get("SERVER_LOG_LEVEL") or "info").lower()
+        if self.launcher == "hyperpodrun" and level in ("debug", "info"):
+            port = self.options.get("server_port", "8080")
+            lines += [  # the HyperPod elastic agent's own server, which the operator talks to
+                "INFO:     Started server process [1]",
+                "INFO:     Waiting for application startup.",
+                "INFO:     Application startup complete.",
+                f"INFO:     Uvicorn running on http://{self.options.get('server_host', '0.0.0.0')}:{port} "
+                "(Press CTRL+C to quit)",
+            ]
         if self.nproc > 1:
             lines += [
                 glog("W", t, 1, where, ""),

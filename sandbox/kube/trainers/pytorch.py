@@ -77,19 +77,12 @@ class PyTorchScript(Program):
             out.append(self._log(t, f"Saving checkpoint to {self.o['checkpoint_dir']}/{self.total_steps}steps"))
         return out + self.elastic_done_lines(t)
 
-    def crash_lines(self, t: float, code: int) -> list[str]:
-        if code == 137:  # SIGKILL (OOM killer, node loss): the process prints nothing
-            return []
-        return self.child_failed_lines(
-            t,
-            code,
+    def crash_error(self) -> str:
+        return (
             "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
             "ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details), "
-            "NCCL version 2.21.5",
+            "NCCL version 2.21.5"
         )
-
-    def restart_lines(self, t: float) -> list[str]:
-        return self.agent_restart_lines(t)
 
     def mlflow_params(self) -> dict[str, Any]:
         return {**super().mlflow_params(), "script": self.target, "train_batch_size": self.batch_per_rank}

@@ -94,11 +94,13 @@ class Verl(Program):
         return [
             (
                 0.0,
-                f"{asctime(t0)}\tINFO worker.py:1554 -- Using address {head}:6379 set in the environment variable RAY_ADDRESS",
+                f"{asctime(t0)}\tINFO worker.py:1554 -- Using address {head}:6379 set in the environment "
+                "variable RAY_ADDRESS",
             ),
             (
                 0.2,
-                f"{asctime(self.at(0.2))}\tINFO worker.py:1694 -- Connecting to existing Ray cluster at address: {head}:6379...",
+                f"{asctime(self.at(0.2))}\tINFO worker.py:1694 -- Connecting to existing Ray cluster at "
+                f"address: {head}:6379...",
             ),
             (
                 0.5,
@@ -119,7 +121,8 @@ class Verl(Program):
             (
                 148.0,
                 self._tr(
-                    f"(\"Initial validation metrics: {{'val-core/openai/gsm8k/reward/mean@1': np.float64({val:.4f})}}\")"
+                    '("Initial validation metrics: '
+                    f"{{'val-core/openai/gsm8k/reward/mean@1': np.float64({val:.4f})}}\")"
                 ),
             ),
             (148.1, self._tr(f"step:0 - val-core/openai/gsm8k/reward/mean@1:{val:.4f}")),
@@ -191,7 +194,8 @@ class Verl(Program):
             "Traceback (most recent call last):",
             '  File "/usr/local/lib/python3.12/site-packages/verl/trainer/main_ppo.py", line 42, in main',
             "    run_ppo(config)",
-            f"ray.exceptions.RayTaskError(RuntimeError): ray::TaskRunner.run() (pid={self.pid}, ip={self.spec.get('head_ip', '10.1.0.10')})",
+            "ray.exceptions.RayTaskError(RuntimeError): ray::TaskRunner.run() "
+            f"(pid={self.pid}, ip={self.spec.get('head_ip', '10.1.0.10')})",
             "RuntimeError: CUDA error: an illegal memory access was encountered",
         ]
 

@@ -50,9 +50,11 @@ def tracking(sb: Sandbox, acct: Account) -> dict[str, Any]:
     )["TrackingServerArn"]
     first = sm.describe_mlflow_tracking_server(TrackingServerName="team-exp")
     ready = wait_for(
-        lambda: (d := sm.describe_mlflow_tracking_server(TrackingServerName="team-exp"))["TrackingServerStatus"]
-        == "Created"
-        and d,
+        lambda: (
+            (d := sm.describe_mlflow_tracking_server(TrackingServerName="team-exp"))["TrackingServerStatus"]
+            == "Created"
+            and d
+        ),
         timeout=90,
         interval=0.2,
     )
@@ -97,10 +99,13 @@ def test_a_tracking_server_is_a_real_mlflow_server(acct: Account, tracking: dict
     assert ready["TrackingServerUrl"].startswith("http://127.0.0.1:") and ready["MlflowVersion"] == "3.0"
     with urllib.request.urlopen(f"{ready['TrackingServerUrl']}/health", timeout=5) as r:
         assert r.read() == b"OK"
-    assert _rest(ready["TrackingServerUrl"], "experiments/search", {"max_results": 10})["experiments"][0]["name"] == "Default"
-    url = acct.sagemaker.create_presigned_mlflow_tracking_server_url(TrackingServerName="team-exp", ExpiresInSeconds=60)[
-        "AuthorizedUrl"
-    ]
+    assert (
+        _rest(ready["TrackingServerUrl"], "experiments/search", {"max_results": 10})["experiments"][0]["name"]
+        == "Default"
+    )
+    url = acct.sagemaker.create_presigned_mlflow_tracking_server_url(
+        TrackingServerName="team-exp", ExpiresInSeconds=60
+    )["AuthorizedUrl"]
     with urllib.request.urlopen(url, timeout=10) as r:
         assert r.status == 200 and b"MLflow" in r.read()
     summaries = acct.sagemaker.list_mlflow_tracking_servers(TrackingServerStatus="Created")["TrackingServerSummaries"]
@@ -112,7 +117,9 @@ def test_a_tracking_server_is_a_real_mlflow_server(acct: Account, tracking: dict
     assert e.value.response["Error"]["Code"] == "ResourceInUse"
 
 
-def test_hyperpod_trainers_log_a_run_per_attempt(sb: Sandbox, acct: Account, tracking: dict, kube: k8s.ApiClient) -> None:
+def test_hyperpod_trainers_log_a_run_per_attempt(
+    sb: Sandbox, acct: Account, tracking: dict, kube: k8s.ApiClient
+) -> None:
     custom, core = k8s.CustomObjectsApi(kube), k8s.CoreV1Api(kube)
     base = tracking["ready"]["TrackingServerUrl"]
     env = {"MLFLOW_TRACKING_URI": tracking["arn"], "MLFLOW_EXPERIMENT_NAME": "lf-job"}
@@ -149,6 +156,7 @@ def test_a_hang_fault_sent_over_http_is_detected(sb: Sandbox, acct: Account, kub
         "hangs",
         "llama_factory",
         annotations={"sandbox.instantstart.io/run-seconds": "60000"},
+        steps=None,
         jobMaxRetryCount=2,
         logMonitoringConfiguration=rules,
     )
@@ -156,7 +164,9 @@ def test_a_hang_fault_sent_over_http_is_detected(sb: Sandbox, acct: Account, kub
     wait_for(lambda: "{'loss':" in core.read_namespaced_pod_log("hangs-pod-0", "default"), timeout=30)
     fault = {"kind": "job_hang", "account": acct.id, "cluster": "ml", "namespace": "default", "job": "hangs"}
     req = urllib.request.Request(
-        f"{sb.aws_endpoint}/_sandbox/faults", data=json.dumps(fault).encode(), headers={"Content-Type": "application/json"}
+        f"{sb.aws_endpoint}/_sandbox/faults",
+        data=json.dumps(fault).encode(),
+        headers={"Content-Type": "application/json"},
     )
     with urllib.request.urlopen(req, timeout=5) as r:
         assert json.loads(r.read())["faults"][0]["kind"] == "job_hang"
@@ -166,8 +176,11 @@ def test_a_hang_fault_sent_over_http_is_detected(sb: Sandbox, acct: Account, kub
     assert restarting["reason"] == "LogStateHanging_Progress"
     # the next attempt is not covered by the fault: it runs again
     wait_for(
-        lambda: "remediated" in (cond(custom.get_namespaced_custom_object(G, V, "default", P, "hangs"), "Running") or {}).get(
-            "message", ""
+        lambda: (
+            "remediated"
+            in (cond(custom.get_namespaced_custom_object(G, V, "default", P, "hangs"), "Running") or {}).get(
+                "message", ""
+            )
         ),
         timeout=30,
     )
@@ -175,20 +188,24 @@ def test_a_hang_fault_sent_over_http_is_detected(sb: Sandbox, acct: Account, kub
 
 def test_a_verl_rayjob_logs_to_an_mlflow_app(sb: Sandbox, acct: Account, kube: k8s.ApiClient) -> None:
     sm = acct.sagemaker
-    app = sm.create_mlflow_app(Name="team-app", ArtifactStoreUri="s3://team-bucket/app", RoleArn=role(acct, "app-role"))[
-        "Arn"
-    ]
+    app = sm.create_mlflow_app(
+        Name="team-app", ArtifactStoreUri="s3://team-bucket/app", RoleArn=role(acct, "app-role")
+    )["Arn"]
     assert sm.describe_mlflow_app(Arn=app)["Status"] == "Creating"
     wait_for(lambda: sm.describe_mlflow_app(Arn=app)["Status"] == "Created", timeout=90, interval=0.2)
     assert [a["Arn"] for a in sm.list_mlflow_apps()["Summaries"]] == [app]
     base = sm.create_presigned_mlflow_app_url(Arn=app)["AuthorizedUrl"].split("/?", 1)[0]
     custom = k8s.CustomObjectsApi(kube)
-    custom.create_namespaced_custom_object("ray.io", "v1", "default", "rayjobs", rayjob("rl-exp", env={"MLFLOW_TRACKING_URI": app}))
+    custom.create_namespaced_custom_object(
+        "ray.io", "v1", "default", "rayjobs", rayjob("rl-exp", env={"MLFLOW_TRACKING_URI": app})
+    )
     wait_for(
-        lambda: (custom.get_namespaced_custom_object("ray.io", "v1", "default", "rayjobs", "rl-exp").get("status") or {}).get(
-            "jobDeploymentStatus"
-        )
-        == "Complete",
+        lambda: (
+            (
+                custom.get_namespaced_custom_object("ray.io", "v1", "default", "rayjobs", "rl-exp").get("status") or {}
+            ).get("jobDeploymentStatus")
+            == "Complete"
+        ),
         timeout=60,
     )
     assert sb.mlflow_runs.flush(20)
@@ -213,12 +230,18 @@ def test_stop_start_and_delete(sb: Sandbox, acct: Account, tracking: dict[str, A
     with pytest.raises(ClientError) as e:
         sm.stop_mlflow_tracking_server(TrackingServerName="team-exp")
     assert e.value.response["Error"]["Code"] == "ConflictException"
-    wait_for(lambda: sm.describe_mlflow_tracking_server(TrackingServerName="team-exp")["TrackingServerStatus"] == "Stopped", timeout=30)
+    wait_for(
+        lambda: sm.describe_mlflow_tracking_server(TrackingServerName="team-exp")["TrackingServerStatus"] == "Stopped",
+        timeout=30,
+    )
     assert _refused(url)  # Stop stops the process
     sm.start_mlflow_tracking_server(TrackingServerName="team-exp")
     started = wait_for(
-        lambda: (d := sm.describe_mlflow_tracking_server(TrackingServerName="team-exp"))["TrackingServerStatus"] == "Started"
-        and d,
+        lambda: (
+            (d := sm.describe_mlflow_tracking_server(TrackingServerName="team-exp"))["TrackingServerStatus"]
+            == "Started"
+            and d
+        ),
         timeout=90,
         interval=0.2,
     )
@@ -243,9 +266,11 @@ def test_servers_come_back_after_a_restart_and_never_outlive_the_sandbox(tmp_pat
             TrackingServerName="keep", ArtifactStoreUri="s3://b/keep", RoleArn=role(acct, "keep-role")
         )
         url = wait_for(
-            lambda: (d := acct.sagemaker.describe_mlflow_tracking_server(TrackingServerName="keep"))["TrackingServerStatus"]
-            == "Created"
-            and d["TrackingServerUrl"],
+            lambda: (
+                (d := acct.sagemaker.describe_mlflow_tracking_server(TrackingServerName="keep"))["TrackingServerStatus"]
+                == "Created"
+                and d["TrackingServerUrl"]
+            ),
             timeout=90,
             interval=0.2,
         )

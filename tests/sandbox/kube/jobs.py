@@ -9,21 +9,25 @@ G, V, P = "sagemaker.amazonaws.com", "v1", "hyperpodpytorchjobs"
 TRAINING = "amazon-sagemaker-hyperpod-training-operator"
 JOB_LABEL = "sagemaker.amazonaws.com/job-name"
 
-COMMANDS: dict[str, list[str]] = {
-    "pytorch": [
-        "torchrun",
-        "--nnodes=2",
-        "--nproc-per-node=8",
-        "--tee=3",
-        "/s3/scripts/train.py",
-        "--max_steps",
-        "40",
-        "--model_type",
-        "llama_v3",
-    ],
-    "llama_factory": ["llamafactory-cli", "train", "/s3/configs/llama3_lora_sft.yaml", "max_steps=40", "logging_steps=2"],
-    "ms_swift": ["swift", "sft", "--model", "Qwen/Qwen2.5-7B-Instruct", "--max_steps", "40", "--logging_steps", "2"],
-}
+
+def command(recipe: str, steps: int | None = 40) -> list[str]:
+    """The recipe's real command line; `steps=None` leaves the step count to the run time."""
+    if recipe == "pytorch":
+        cmd = [
+            "torchrun",
+            "--nnodes=2",
+            "--nproc-per-node=8",
+            "--tee=3",
+            "/s3/scripts/train.py",
+            "--model_type",
+            "llama_v3",
+        ]
+        return cmd + (["--max_steps", str(steps)] if steps else [])
+    if recipe == "llama_factory":
+        cmd = ["llamafactory-cli", "train", "/s3/configs/llama3_lora_sft.yaml", "logging_steps=2"]
+        return cmd + ([f"max_steps={steps}"] if steps else [])
+    cmd = ["swift", "sft", "--model", "Qwen/Qwen2.5-7B-Instruct", "--logging_steps", "2"]
+    return cmd + (["--max_steps", str(steps)] if steps else [])
 
 
 def hpjob(
@@ -34,7 +38,7 @@ def hpjob(
     gpus: int = 8,
     env: dict[str, str] | None = None,
     annotations: dict[str, str] | None = None,
-    command: list[str] | None = None,
+    steps: int | None = 40,
     **run_policy: Any,
 ) -> dict[str, Any]:
     env_list = [{"name": "LOGLEVEL", "value": "INFO"}, {"name": "NCCL_DEBUG", "value": "INFO"}]
@@ -59,7 +63,7 @@ def hpjob(
                                 {
                                     "name": "pytorch",
                                     "image": "public.ecr.aws/t5u4s6i0/hypd-training-op-torch26-pub:v0110",
-                                    "command": command or COMMANDS[recipe],
+                                    "command": command(recipe, steps),
                                     "env": env_list,
                                     "resources": {
                                         "requests": {"nvidia.com/gpu": gpus, "vpc.amazonaws.com/efa": 32},

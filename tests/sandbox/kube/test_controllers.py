@@ -276,13 +276,17 @@ def test_crashed_container_restarts_in_place_and_keeps_its_previous_log(kube: Ku
     # the second crash waits in CrashLoopBackOff (10 s of simulated time) before the next start
     kube.world.inject_pod_crash(KEY, "default", "crashy-", 1)
     backoff = wait_for(
-        lambda: (cs := kube.core.read_namespaced_pod(crashed[0], "default").status.container_statuses[0]).state.waiting
-        or cs.restart_count == 2,
+        lambda: (
+            (cs := kube.core.read_namespaced_pod(crashed[0], "default").status.container_statuses[0]).state.waiting
+            or cs.restart_count == 2
+        ),
         what="back-off or restart",
     )
     if backoff is not True:
         assert backoff.reason == "CrashLoopBackOff"
-    wait_for(lambda: kube.core.read_namespaced_pod(crashed[0], "default").status.container_statuses[0].restart_count == 2)
+    wait_for(
+        lambda: kube.core.read_namespaced_pod(crashed[0], "default").status.container_statuses[0].restart_count == 2
+    )
     events = kube.core.list_namespaced_event("default", field_selector=f"involvedObject.name={crashed[0]}").items
     assert "BackOff" in {e.reason for e in events}
 

@@ -52,20 +52,25 @@ def test_follow_streams_lines_as_they_are_printed_and_ends_with_the_container(tr
 def test_read_options_select_lines_as_the_api_server_does(training: Kube) -> None:
     kube = training
     _job(kube, "opts")
-    wait_for(lambda: cond(kube.custom.get_namespaced_custom_object(G, V, "default", P, "opts"), "Succeeded"), timeout=30)
+    wait_for(
+        lambda: cond(kube.custom.get_namespaced_custom_object(G, V, "default", P, "opts"), "Succeeded"), timeout=30
+    )
     full = kube.core.read_namespaced_pod_log("opts-pod-0", "default").splitlines()
     stamped = kube.core.read_namespaced_pod_log("opts-pod-0", "default", timestamps=True).splitlines()
     assert [line.split(" ", 1)[1] if " " in line else "" for line in stamped] == full
     assert kube.core.read_namespaced_pod_log("opts-pod-0", "default", tail_lines=3).splitlines() == full[-3:]
-    assert kube.core.read_namespaced_pod_log("opts-pod-0", "default", container="pytorch", limit_bytes=10) == (
-        "\n".join(full) + "\n"
-    )[:10]
+    assert (
+        kube.core.read_namespaced_pod_log("opts-pod-0", "default", container="pytorch", limit_bytes=10)
+        == ("\n".join(full) + "\n")[:10]
+    )
     middle = stamped[len(stamped) // 2].split(" ", 1)[0]
     code, text = kube.raw(
         "GET", "/api/v1/namespaces/default/pods/opts-pod-0/log", query=[("sinceTime", middle), ("timestamps", "true")]
     )  # the official client has no since_time parameter
     since = str(text).splitlines()
-    assert code == 200 and since and all(line.split(" ", 1)[0] >= middle for line in since) and len(since) < len(stamped)
+    assert (
+        code == 200 and since and all(line.split(" ", 1)[0] >= middle for line in since) and len(since) < len(stamped)
+    )
     assert kube.core.read_namespaced_pod_log("opts-pod-0", "default", since_seconds=3600).splitlines() == full
 
 
@@ -77,7 +82,9 @@ def test_read_options_select_lines_as_the_api_server_does(training: Kube) -> Non
         ({"limitBytes": "0"}, "limitBytes", "Invalid value: 0: must be greater than 0"),
     ],
 )
-def test_bad_log_options_are_422_with_the_field(training: Kube, query: dict[str, str], field: str, message: str) -> None:
+def test_bad_log_options_are_422_with_the_field(
+    training: Kube, query: dict[str, str], field: str, message: str
+) -> None:
     kube = training
     _job(kube, "bad", annotations=LONG)
     _running(kube, "bad-pod-0")
@@ -93,10 +100,15 @@ def test_log_errors_name_the_problem(training: Kube) -> None:
     _running(kube, "errs-pod-0")
     with pytest.raises(ApiException) as e:
         kube.core.read_namespaced_pod_log("errs-pod-0", "default", container="sidecar")
-    assert e.value.status == 400 and json.loads(e.value.body)["message"] == "container sidecar is not valid for pod errs-pod-0"
+    assert (
+        e.value.status == 400
+        and json.loads(e.value.body)["message"] == "container sidecar is not valid for pod errs-pod-0"
+    )
     with pytest.raises(ApiException) as e:
         kube.core.read_namespaced_pod_log("errs-pod-0", "default", previous=True)
-    assert json.loads(e.value.body)["message"] == 'previous terminated container "pytorch" in pod "errs-pod-0" not found'
+    assert (
+        json.loads(e.value.body)["message"] == 'previous terminated container "pytorch" in pod "errs-pod-0" not found'
+    )
     code, body = kube.raw(
         "GET",
         "/api/v1/namespaces/default/pods/errs-pod-0/log",
@@ -122,20 +134,21 @@ def test_kubectl_logs_follow(training: Kube, kubectl_bin: str) -> None:
 
 def test_a_pod_the_operator_recreates_starts_with_an_empty_log(training: Kube) -> None:
     kube = training
-    _job(kube, "again", annotations={"sandbox.instantstart.io/run-seconds": "60000"}, jobMaxRetryCount=2)
+    _job(kube, "again", annotations={"sandbox.instantstart.io/run-seconds": "60000"}, steps=None, jobMaxRetryCount=2)
     _running(kube, "again-pod-0")
     wait_for(lambda: "{'loss':" in kube.core.read_namespaced_pod_log("again-pod-0", "default"), what="steps")
     old = kube.core.read_namespaced_pod("again-pod-0", "default").metadata.uid
     # a follower of the old pod sees its stream end when the pod goes
-    stream_done = threading.Event()
+    following, stream_done = threading.Event(), threading.Event()
 
     def follow() -> None:
         resp = kube.core.read_namespaced_pod_log("again-pod-0", "default", follow=True, _preload_content=False)
         for _ in resp.stream(1024):
-            pass
+            following.set()
         stream_done.set()
 
     threading.Thread(target=follow, daemon=True).start()
+    assert following.wait(10)
     kube.world.inject_pod_crash("111122223333/us-west-2/demo", "default", "again-pod-1")
     wait_for(lambda: kube.core.read_namespaced_pod("again-pod-0", "default").metadata.uid != old, what="recreated")
     assert stream_done.wait(10)

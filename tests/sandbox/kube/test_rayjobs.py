@@ -24,7 +24,9 @@ def _status(kube: Kube, name: str) -> dict[str, Any]:
 
 
 def _events(kube: Kube, name: str) -> set[str]:
-    return {e.reason for e in kube.core.list_namespaced_event("default", field_selector=f"involvedObject.name={name}").items}
+    return {
+        e.reason for e in kube.core.list_namespaced_event("default", field_selector=f"involvedObject.name={name}").items
+    }
 
 
 def test_verl_rayjob_runs_on_head_and_workers_and_completes(ray: Kube) -> None:

@@ -32,8 +32,12 @@ def _log(kube: Kube, pod: str) -> str:
 
 
 LOSS = {
-    "pytorch": re.compile(r"\[default0\]:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} \[INFO\] __main__: Batch (\d+) Loss: (\d+\.\d+), "),
-    "llama_factory": re.compile(r"^\{'loss': (\d+\.\d+), 'grad_norm': [\d.e-]+, 'learning_rate': [\d.e-]+, 'epoch': [\d.]+\}$"),
+    "pytorch": re.compile(
+        r"\[default0\]:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} \[INFO\] __main__: Batch (\d+) Loss: (\d+\.\d+), "
+    ),
+    "llama_factory": re.compile(
+        r"^\{'loss': (\d+\.\d+), 'grad_norm': [\d.e-]+, 'learning_rate': [\d.e-]+, 'epoch': [\d.]+\}$"
+    ),
     "ms_swift": re.compile(r"^\{'loss': (\d+\.\d+), 'grad_norm': .*'token_acc': .*'global_step/max_steps': '(\d+)/40'"),
 }
 
@@ -51,7 +55,9 @@ def test_each_recipe_prints_its_program_and_the_job_succeeds(training: Kube, rec
     assert sorted(p["name"] for p in job["status"]["jobPods"]) == ["ft-pod-0", "ft-pod-1"]
 
     rank0, rank1 = _log(kube, "ft-pod-0").splitlines(), _log(kube, "ft-pod-1").splitlines()
-    losses = [float(m.group(m.re.groups if recipe == "pytorch" else 1)) for line in rank0 if (m := LOSS[recipe].search(line))]
+    losses = [
+        float(m.group(m.re.groups if recipe == "pytorch" else 1)) for line in rank0 if (m := LOSS[recipe].search(line))
+    ]
     assert len(losses) >= 10, "\n".join(rank0[-30:])
     assert losses[-1] < losses[0] * 0.8  # the loss falls
     # every rank initialises NCCL over EFA; only rank 0 prints the training loop
@@ -89,7 +95,10 @@ def test_log_lines_are_stamped_when_the_program_printed_them(training: Kube) -> 
 
 def test_a_crash_restarts_the_whole_job_then_the_budget_runs_out(training: Kube) -> None:
     kube = training
-    _submit(kube, hpjob("fragile", annotations={"sandbox.instantstart.io/run-seconds": "60000"}, jobMaxRetryCount=1))
+    _submit(
+        kube,
+        hpjob("fragile", annotations={"sandbox.instantstart.io/run-seconds": "60000"}, steps=None, jobMaxRetryCount=1),
+    )
     wait_for(lambda: cond(_get(kube, "fragile"), "Running"), what="Running")
     first_uid = kube.core.read_namespaced_pod("fragile-pod-0", "default").metadata.uid
     assert kube.world.inject_pod_crash(KEY, "default", "fragile-pod-1") == ["fragile-pod-1"]
@@ -97,10 +106,14 @@ def test_a_crash_restarts_the_whole_job_then_the_budget_runs_out(training: Kube)
     def recovered() -> dict[str, Any] | None:
         job = _get(kube, "fragile")
         running = cond(job, "Running")
-        return job if job["status"].get("restartCount") == 1 and running and "remediated" in running["message"] else None
+        return (
+            job if job["status"].get("restartCount") == 1 and running and "remediated" in running["message"] else None
+        )
 
     job = wait_for(recovered, what="restart and running again")
-    assert re.fullmatch(r"The fault of reason PodFailed was remediated in \d+ milliseconds\.", cond(job, "Running")["message"])
+    assert re.fullmatch(
+        r"The fault of reason PodFailed was remediated in \d+ milliseconds\.", cond(job, "Running")["message"]
+    )
     faulty = job["status"]["latestFaultyPodInstanceList"]
     assert faulty["restartType"] == "JLR" and faulty["faultyPodList"] == ["fragile-pod-1"]
     assert faulty["faultyRankList"] == ["1"] and faulty["faultyInstanceIdList"][0].startswith("i-")
@@ -123,6 +136,7 @@ def test_process_level_restart_keeps_the_other_pods_and_restarts_their_processes
         hpjob(
             "plr",
             annotations={"sandbox.instantstart.io/run-seconds": "60000"},
+            steps=None,
             jobMaxRetryCount=3,
             restartPolicy={"numRestartBeforeFullJobRestart": 1, "evalPeriodSeconds": 3600, "maxFullJobRestarts": 1},
         ),
@@ -159,6 +173,7 @@ def test_a_hang_is_found_by_log_monitoring_and_restarted_until_the_budget_is_spe
         hpjob(
             "stuck",
             annotations={"sandbox.instantstart.io/run-seconds": "60000"},
+            steps=None,
             jobMaxRetryCount=1,
             logMonitoringConfiguration=HANG_RULES,
         ),
@@ -209,7 +224,12 @@ def test_a_stop_pattern_turns_a_rule_off(training: Kube) -> None:
 
 def test_an_unhealthy_node_is_a_node_fault_and_the_job_moves(world_factory: Callable[..., Kube]) -> None:
     kube = world_factory(nodes=3, addons={TRAINING})
-    _submit(kube, hpjob("resilient", annotations={"sandbox.instantstart.io/run-seconds": "60000"}, jobMaxRetryCount=2))
+    _submit(
+        kube,
+        hpjob(
+            "resilient", annotations={"sandbox.instantstart.io/run-seconds": "60000"}, steps=None, jobMaxRetryCount=2
+        ),
+    )
     wait_for(lambda: cond(_get(kube, "resilient"), "Running"), what="Running")
     bad_node = kube.core.read_namespaced_pod("resilient-pod-0", "default").spec.node_name
     nodes = [gpu_node(f"hyperpod-i-0000000{i}") for i in range(3)]
@@ -232,7 +252,11 @@ def test_an_unhealthy_node_is_a_node_fault_and_the_job_moves(world_factory: Call
     assert faulty["faultyInstanceIdList"] == [f"i-{bad_node[-6:]}"]
     events = kube.core.list_namespaced_event("default", field_selector="involvedObject.name=resilient").items
     node_faults = [e for e in events if e.reason == "NodeFault"]
-    assert node_faults and node_faults[0].message == f"Found unhealthy node {bad_node}" and node_faults[0].type == "Warning"
+    assert (
+        node_faults
+        and node_faults[0].message == f"Found unhealthy node {bad_node}"
+        and node_faults[0].type == "Warning"
+    )
     assert any(e.reason == "Running" and "The fault of reason NodeFault was remediated" in e.message for e in events)
 
 
@@ -243,7 +267,9 @@ def test_more_gpus_than_a_node_has_stays_pending_with_the_schedulers_reason(trai
         lambda: next(
             (
                 e
-                for e in kube.core.list_namespaced_event("default", field_selector="involvedObject.name=greedy-pod-0").items
+                for e in kube.core.list_namespaced_event(
+                    "default", field_selector="involvedObject.name=greedy-pod-0"
+                ).items
                 if e.reason == "FailedScheduling"
             ),
             None,
@@ -263,13 +289,20 @@ def test_finished_jobs_clean_up_per_policy(training: Kube) -> None:
     kube = training
     _submit(kube, hpjob("tidy", cleanPodPolicy="All", ttlSecondsAfterFinished=30))
     wait_for(
-        lambda: not kube.core.list_namespaced_pod("default", label_selector=f"{JOB_LABEL}=tidy").items
-        and cond(_get(kube, "tidy"), "Succeeded"),
+        lambda: (
+            not kube.core.list_namespaced_pod("default", label_selector=f"{JOB_LABEL}=tidy").items
+            and cond(_get(kube, "tidy"), "Succeeded")
+        ),
         timeout=30,
         what="pods cleaned up",
     )
     wait_for(
-        lambda: not any(j["metadata"]["name"] == "tidy" for j in kube.custom.list_namespaced_custom_object(G, V, "default", P)["items"]),
+        lambda: (
+            not any(
+                j["metadata"]["name"] == "tidy"
+                for j in kube.custom.list_namespaced_custom_object(G, V, "default", P)["items"]
+            )
+        ),
         what="job deleted after its TTL",
     )
 
