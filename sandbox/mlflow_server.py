@@ -55,9 +55,11 @@ def _die_with_parent() -> None:
 
 
 def free_port(preferred: int | None = None) -> int:
-    """`preferred` when it can be bound on 127.0.0.1, else a fresh ephemeral port."""
+    """`preferred` when it can be bound on 127.0.0.1, else a fresh ephemeral port. SO_REUSEADDR as the
+    server will use it: connections of the previous server in TIME_WAIT do not make the port busy."""
     for candidate in ([preferred] if preferred else []) + [0]:
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", candidate))
             return int(s.getsockname()[1])

@@ -36,7 +36,18 @@ def make(spec: dict[str, Any]) -> Program:
 def start(state: dict[str, Any], spec: dict[str, Any], now: float, metrics: Any, run_key: str) -> Program:
     """A process starts (container start, or an in-place restart)."""
     spec = dict(spec, t0=now)
-    state.update({"spec": spec, "t0": now, "line": 0, "step": 0, "finished": False, "last_ts": now, "run_key": run_key})
+    state.update(
+        {
+            "spec": spec,
+            "t0": now,
+            "line": 0,
+            "started": False,
+            "step": 0,
+            "finished": False,
+            "last_ts": now,
+            "run_key": run_key,
+        }
+    )
     prog = make(spec)
     state["run_s"] = prog.run_seconds()
     if metrics is not None and prog.reports() and prog.mlflow_enabled():
@@ -75,17 +86,19 @@ def advance(state: dict[str, Any], speedup: float, now: float, emit: Emit, metri
     def open_at(t: float) -> bool:
         return hang_at is None or t <= hang_at
 
-    startup = prog.startup(t0)
-    i = int(state.get("line", 0))
-    while i < len(startup) and startup[i][0] <= elapsed:
-        t = wall(startup[i][0])
-        if not open_at(t):
+    if not state.get("started"):  # the startup lines (built only until they are all out)
+        startup = prog.startup(t0)
+        i = int(state.get("line", 0))
+        while i < len(startup) and startup[i][0] <= elapsed:
+            t = wall(startup[i][0])
+            if not open_at(t):
+                return False
+            emit(startup[i][1], t)
+            i += 1
+        state["line"] = i
+        if i < len(startup):
             return False
-        emit(startup[i][1], t)
-        i += 1
-    state["line"] = i
-    if i < len(startup):
-        return False
+        state["started"] = True
     step = int(state.get("step", 0))
     reporting = bool(state.get("mlflow")) and metrics is not None
     for _ in range(MAX_STEPS_PER_CALL):
