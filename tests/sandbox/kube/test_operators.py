@@ -11,43 +11,11 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from .conftest import KEY, Kube, wait_for
+from .jobs import hpjob
 
 TRAINING = "amazon-sagemaker-hyperpod-training-operator"
 INFERENCE = "amazon-sagemaker-hyperpod-inference"
 G, V, P = "sagemaker.amazonaws.com", "v1", "hyperpodpytorchjobs"
-
-
-def hpjob(name: str, replicas: int = 2, run_seconds: int = 300, **run_policy: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{G}/{V}",
-        "kind": "HyperPodPyTorchJob",
-        "metadata": {"name": name, "annotations": {"sandbox.instantstart.io/run-seconds": str(run_seconds)}},
-        "spec": {
-            "nprocPerNode": "8",
-            "replicaSpecs": [
-                {
-                    "name": "pod",
-                    "replicas": replicas,
-                    "template": {
-                        "spec": {
-                            "nodeSelector": {"node.kubernetes.io/instance-type": "ml.p5.48xlarge"},
-                            "containers": [
-                                {
-                                    "name": "pytorch",
-                                    "image": "123456789012.dkr.ecr.us-west-2.amazonaws.com/train:1",
-                                    "command": ["torchrun", "train.py"],
-                                    "resources": {"limits": {"nvidia.com/gpu": 8, "vpc.amazonaws.com/efa": 32}},
-                                    "volumeMounts": [{"name": "s3", "mountPath": "/s3"}],
-                                }
-                            ],
-                            "volumes": [{"name": "s3", "persistentVolumeClaim": {"claimName": "s3-claim"}}],
-                        }
-                    },
-                }
-            ],
-            "runPolicy": {"cleanPodPolicy": "None", **run_policy},
-        },
-    }
 
 
 def _cond(obj: dict[str, Any], ctype: str) -> dict[str, Any] | None:
