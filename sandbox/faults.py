@@ -26,6 +26,9 @@ KINDS = {
     "addon_degraded": {"addon"},
     # HyperPod managed autoscaling of `cluster` ends Failed (optional message, count).
     "autoscaling_fails": {"cluster"},
+    # a training job's processes stop printing (and logging metrics) without exiting; `count` = how
+    # many attempts hang (the current one at once, restarts after `after_steps` steps, default 2)
+    "job_hang": {"cluster", "namespace", "job"},
 }
 # kinds consumed once unless the fault says otherwise ("count")
 COUNTED_BY_DEFAULT = (
@@ -36,6 +39,7 @@ COUNTED_BY_DEFAULT = (
     "addon_create_failed",
     "addon_degraded",
     "autoscaling_fails",
+    "job_hang",
 )
 
 
@@ -48,8 +52,9 @@ class Faults:
         self._lock = threading.Lock()
         self._faults: list[dict[str, Any]] = []
         self._ids = itertools.count(1)
-        # pod_crash faults are forwarded to the kube half by the controller loop
+        # pod_crash / job_hang faults are forwarded to the kube half as they are added
         self.on_pod_crash: Any = None
+        self.on_job_hang: Any = None
 
     def add(self, kind: str | None = None, **spec: Any) -> dict[str, Any]:
         """Add one fault: add("throttle", service="eks", action="DescribeCluster", count=3)
@@ -69,9 +74,12 @@ class Faults:
             spec["count"] = int(spec["count"])
         elif kind in COUNTED_BY_DEFAULT:
             spec["count"] = 1
+        if kind == "job_hang" and int(spec.get("after_steps", 2)) < 0:
+            raise FaultError("fault job_hang needs after_steps >= 0")
         fault = {"id": next(self._ids), "kind": kind, **spec}
-        if kind == "pod_crash" and self.on_pod_crash is not None:
-            self.on_pod_crash(fault)
+        forward = {"pod_crash": self.on_pod_crash, "job_hang": self.on_job_hang}.get(kind)
+        if forward is not None:
+            forward(fault)
             return fault
         with self._lock:
             self._faults.append(fault)

@@ -134,6 +134,7 @@ class Sandbox:
         try:
             self._start(BackendDict, MotoRequestHandler, make_server, AwsApp)
         except BaseException:
+            self._stop_mlflow()
             Sandbox._running = None
             raise
         return self
@@ -156,7 +157,9 @@ class Sandbox:
 
             self.kube.object_store = MotoObjects(self.world)  # S3 mounts and download Jobs use moto's buckets
         self._known_kube = set(getattr(self.kube, "clusters", {}) or {})  # restored from its snapshot
+        self._start_mlflow()
         self.world.faults.on_pod_crash = self._pod_crash
+        self.world.faults.on_job_hang = self._job_hang
         self.world.faults.load_env()
         self.aws_app = AwsApp(self.world)
         self.control = ControlApp(self)
@@ -192,6 +195,7 @@ class Sandbox:
         try:
             self.save()
         finally:
+            self._stop_mlflow()
             if Sandbox._running is self:
                 Sandbox._running = None
 
@@ -277,6 +281,40 @@ class Sandbox:
                         if c.endpoint and "/k8s/" in str(c.endpoint):
                             c.endpoint = kube_endpoint(self.world, account, region, name)
 
+    # ---- MLflow ---------------------------------------------------------------------------------
+    def _start_mlflow(self) -> None:
+        """Real MLflow servers for the tracking servers/apps (started in the background, so start()
+        does not wait for them) and the simulated trainers' path to them."""
+        from sandbox.aws.sagemaker_mlflow import resume_servers, tracking_base_url
+        from sandbox.mlflow_runs import MlflowRuns
+        from sandbox.mlflow_server import MlflowServers
+
+        self.mlflow = MlflowServers(self.state_dir / "mlflow" if self.state_dir else None)
+        self.world.mlflow = self.mlflow  # type: ignore[attr-defined]
+        with self.world.lock:
+            resume_servers(self.world)
+        self.mlflow_runs = MlflowRuns(
+            lambda uri: tracking_base_url(self.world, uri),
+            self.state_dir / "mlflow" / "open-runs.json" if self.state_dir else None,
+        )
+        if hasattr(self.kube, "metrics"):
+            self.kube.metrics = self.mlflow_runs
+
+    def _stop_mlflow(self) -> None:
+        runs, servers = getattr(self, "mlflow_runs", None), getattr(self, "mlflow", None)
+        if runs is not None:
+            runs.close()
+        if servers is not None:
+            servers.close()
+        self.world.mlflow = None  # type: ignore[attr-defined]
+
     def _pod_crash(self, fault: dict[str, Any]) -> None:
         key = f"{fault.get('account', '')}/{fault.get('region') or self.region}/{fault['cluster']}"
         self.kube.inject_pod_crash(key, fault["namespace"], fault["name_prefix"], int(fault.get("count", 1)))
+
+    def _job_hang(self, fault: dict[str, Any]) -> None:
+        key = f"{fault.get('account', '')}/{fault.get('region') or self.region}/{fault['cluster']}"
+        if hasattr(self.kube, "inject_job_hang"):
+            self.kube.inject_job_hang(
+                key, fault["namespace"], fault["job"], int(fault.get("count", 1)), int(fault.get("after_steps", 2))
+            )

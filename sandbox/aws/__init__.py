@@ -10,7 +10,8 @@ eks_addons.py          EKS add-ons            eks_access.py   pod identity, acce
 eks_updates.py         version updates, DescribeUpdate/ListUpdates, cluster versions
 eks_update_log.py      the update records   eks_records.py  the creator access entry, policy names
 hyperpod/              HyperPod clusters, nodes, node batch operations, events (one module per role)
-sagemaker_misc.py      training plans, MLflow tracking servers, tags of our resources
+sagemaker_misc.py      training plans, tags of our resources
+sagemaker_mlflow.py    MLflow tracking servers and Apps, each a real `mlflow server` (sandbox/mlflow_server.py)
 quotas.py              Service Quotas values      iam_ext.py  AWS-managed policies on demand
 ec2_ext.py             NAT gateway and FSx timing  instance_types.py  GPU/EFA/CPU facts
 """

@@ -54,6 +54,7 @@ class AwsApp:
             iam_ext,
             quotas,
             sagemaker_misc,
+            sagemaker_mlflow,
         )
 
         self.world = world

@@ -16,6 +16,7 @@ from sandbox.aws.hyperpod.autoscaling import kube_groups, tick_autoscaling
 from sandbox.aws.hyperpod.ticks import kube_nodes, tick_hyperpod
 from sandbox.aws.instance_types import hardware
 from sandbox.aws.sagemaker_misc import tick_misc
+from sandbox.aws.sagemaker_mlflow import tick_mlflow
 from sandbox.aws.world import World
 
 _EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
@@ -38,6 +39,7 @@ def tick(world: World) -> list[KubeCluster]:
         tick_hyperpod(world)
         tick_autoscaling(world)
         tick_misc(world)
+        tick_mlflow(world)
         tick_ec2(world)
         plan = []
         for account, region, name, version in active_clusters(world):

@@ -1,4 +1,4 @@
-"""SageMaker training plans and MLflow tracking servers (moto has neither)."""
+"""SageMaker training plans (moto has none) and tags on the SageMaker resources the sandbox owns."""
 
 from __future__ import annotations
 
@@ -163,85 +163,6 @@ def list_plans(ctx: Ctx) -> Response:
     return ctx.ok({"TrainingPlanSummaries": [{k: t[k] for k in summary_keys if k in t} for t in items]})
 
 
-# ---- MLflow tracking servers ------------------------------------------------------------------
-@handles("sagemaker", "CreateMlflowTrackingServer")
-def create_mlflow(ctx: Ctx) -> Response:
-    p = ctx.params
-    name = p["TrackingServerName"]
-    tbl = ctx.world.table("mlflow", ctx.account, ctx.region)
-    if name in tbl:
-        raise AwsError("ResourceInUse", f"Tracking server {name} already exists.", 400)
-    now = ctx.world.now()
-    arn = f"arn:aws:sagemaker:{ctx.region}:{ctx.account}:mlflow-tracking-server/{name}"
-    tbl[name] = {
-        "TrackingServerArn": arn,
-        "TrackingServerName": name,
-        "ArtifactStoreUri": p["ArtifactStoreUri"],
-        "TrackingServerSize": p.get("TrackingServerSize", "Small"),
-        "MlflowVersion": p.get("MlflowVersion", "2.16.2"),
-        "RoleArn": p["RoleArn"],
-        "TrackingServerStatus": "Creating",
-        "IsActive": "Inactive",
-        "TrackingServerUrl": f"https://t-{new_id('', 12, 'abcdefghijklmnopqrstuvwxyz0123456789')}.{ctx.region}"
-        f".experiments.sagemaker.aws",
-        "WeeklyMaintenanceWindowStart": p.get("WeeklyMaintenanceWindowStart", "Tue:03:30"),
-        "AutomaticModelRegistration": bool(p.get("AutomaticModelRegistration", False)),
-        "CreationTime": now,
-        "LastModifiedTime": now,
-        "_due": ctx.world.due("mlflow_create"),
-        "_tags": p.get("Tags") or [],
-    }
-    return ctx.ok({"TrackingServerArn": arn})
-
-
-def _mlflow(ctx: Ctx) -> dict[str, Any]:
-    name = ctx.params["TrackingServerName"]
-    t = ctx.world.table("mlflow", ctx.account, ctx.region).get(name)
-    if t is None:
-        raise AwsError("ResourceNotFound", f"Tracking server {name} not found.", 400)
-    return t
-
-
-@handles("sagemaker", "DescribeMlflowTrackingServer")
-def describe_mlflow(ctx: Ctx) -> Response:
-    return ctx.ok({k: v for k, v in _mlflow(ctx).items() if not k.startswith("_")})
-
-
-@handles("sagemaker", "ListMlflowTrackingServers")
-def list_mlflow(ctx: Ctx) -> Response:
-    p = ctx.params
-    keys = (
-        "TrackingServerArn",
-        "TrackingServerName",
-        "CreationTime",
-        "LastModifiedTime",
-        "TrackingServerStatus",
-        "IsActive",
-        "MlflowVersion",
-    )
-    items = [
-        {k: t[k] for k in keys}
-        for t in ctx.world.table("mlflow", ctx.account, ctx.region).values()
-        if not p.get("TrackingServerStatus") or t["TrackingServerStatus"] == p["TrackingServerStatus"]
-    ]
-    return ctx.ok({"TrackingServerSummaries": items})
-
-
-@handles("sagemaker", "DeleteMlflowTrackingServer")
-def delete_mlflow(ctx: Ctx) -> Response:
-    t = _mlflow(ctx)
-    if t["TrackingServerStatus"] in ("Creating", "Updating", "Starting", "Stopping"):
-        raise AwsError(
-            "ValidationException",
-            f"Tracking server {t['TrackingServerName']} is in "
-            f"{t['TrackingServerStatus']} status and cannot be deleted.",
-            400,
-        )
-    if t["TrackingServerStatus"] != "Deleting":
-        t["TrackingServerStatus"], t["_due"] = "Deleting", ctx.world.due("mlflow_delete")
-    return ctx.ok({"TrackingServerArn": t["TrackingServerArn"]})
-
-
 def tick_misc(world: World) -> None:
     now = world.now()
     for _, _, tbl in world.tables("training_plans"):
@@ -253,15 +174,6 @@ def tick_misc(world: World) -> None:
                 for rc in tp["ReservedCapacitySummaries"]:
                     rc["Status"] = status
                 world.touch()
-    for _, _, tbl in world.tables("mlflow"):
-        for name, t in list(tbl.items()):
-            if t.get("_due") and now >= t["_due"]:
-                t["_due"] = None
-                world.touch()
-                if t["TrackingServerStatus"] == "Deleting":
-                    tbl.pop(name)
-                else:
-                    t["TrackingServerStatus"], t["IsActive"], t["LastModifiedTime"] = "Created", "Active", now
 
 
 # ---- tags on the resources we own (moto's AddTags/ListTags only know moto's own resources) -------
@@ -270,6 +182,7 @@ def _tagged(ctx: Ctx, arn: str) -> dict[str, Any] | None:
         ("hp_clusters", "ClusterArn"),
         ("training_plans", "TrainingPlanArn"),
         ("mlflow", "TrackingServerArn"),
+        ("mlflow_apps", "Arn"),
     ):
         for rec in ctx.world.table(kind, ctx.account, ctx.region).values():
             if rec.get(key) == arn:

@@ -45,7 +45,11 @@ DURATIONS = {
     "nat_gateway": 60.0,
     "fsx_create": 360.0,
     "mlflow_create": 1200.0,
+    "mlflow_update": 600.0,
+    "mlflow_stop": 180.0,
+    "mlflow_start": 420.0,
     "mlflow_delete": 300.0,
+    "mlflow_app_create": 300.0,
     "training_plan": 30.0,
 }
 

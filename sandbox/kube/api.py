@@ -15,6 +15,7 @@ from urllib.parse import parse_qs
 import yaml
 
 from . import errors, proxy
+from . import logs as pod_logs
 from .apply import fields_v1, remove_unapplied
 from .errors import ApiError
 from .patch import json_patch, merge_patch, strategic_merge
@@ -23,7 +24,7 @@ from .selectors import parse_field_selector, parse_label_selector
 from .store import Cluster, now_iso
 from .table import to_table
 from .util import clone
-from .watch import follow_logs, log_text, present, select_lines, watch_stream
+from .watch import present, watch_stream
 
 if TYPE_CHECKING:
     from .world import KubeWorld
@@ -568,43 +569,13 @@ class KubeApi:
         pod = c.get("/pods", ns, name)
         if pod is None:
             raise errors.not_found("", "pods", name)
-        containers = [x.get("name") for x in (pod.get("spec") or {}).get("containers") or []]
-        inits = [x.get("name") for x in (pod.get("spec") or {}).get("initContainers") or []]
-        container = req.q.get("container")
-        if not container:
-            if len(containers) != 1:
-                raise errors.bad_request(
-                    f"a container name must be specified for pod {name}, choose one of: {containers}"
-                )
-            container = containers[0]
-        if container not in containers + inits:
-            raise errors.bad_request(f"container {container} is not valid for pod {name}")
-        st = pod.get("status") or {}
-        started = any(
-            cs.get("name") == container
-            and (
-                "running" in (cs.get("state") or {})
-                or "terminated" in (cs.get("state") or {})
-                or "terminated" in (cs.get("lastState") or {})
-            )  # a crash-looping container shows its last run
-            for cs in st.get("containerStatuses") or []
-        )
-        if not started:
-            raise errors.bad_request(f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating')
-        tail = int(req.q["tailLines"]) if req.q.get("tailLines") not in (None, "") else None
-        since = int(req.q["sinceSeconds"]) if req.q.get("sinceSeconds") not in (None, "") else None
-        ts = req.q.get("timestamps") in ("true", "1")
-        limit = int(req.q["limitBytes"]) if req.q.get("limitBytes") not in (None, "") else None
-        if req.q.get("follow") in ("true", "1"):
+        opts = pod_logs.options(pod, req.q)
+        pod_logs.check_available(c, pod, opts)
+        if opts.follow:
             return Response(
-                200,
-                content_type="text/plain",
-                stream=follow_logs(
-                    c, ns, name, pod["metadata"]["uid"], container, tail, since, ts, req.environ.get("werkzeug.socket")
-                ),
+                200, content_type="text/plain", stream=pod_logs.follow(c, pod, opts, req.environ.get("werkzeug.socket"))
             )
-        lines = c.logs.get(f"{pod['metadata']['uid']}/{container}", [])
-        return Response(200, log_text(select_lines(lines, tail, since), ts, limit), "text/plain")
+        return Response(200, pod_logs.text(c, pod, opts), "text/plain")
 
 
 class Request:

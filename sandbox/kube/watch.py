@@ -1,4 +1,4 @@
-"""Streaming responses: watch events (newline-delimited JSON) and `logs -f`.
+"""Streaming responses: watch events (newline-delimited JSON); `logs -f` is in logs.py.
 
 Each stream waits on the cluster's condition variable with short timeouts and never holds
 the lock while writing to the socket, so a slow client cannot block the API server.
@@ -133,77 +133,4 @@ def watch_stream(
         if out:
             yield b"".join(out)
         if time.monotonic() >= deadline:
-            return
-
-
-def _fmt(entry: list[str], timestamps: bool) -> str:
-    return f"{entry[0]} {entry[1]}\n" if timestamps else f"{entry[1]}\n"
-
-
-def select_lines(lines: list[list[str]], tail: int | None, since_seconds: int | None) -> list[list[str]]:
-    out = lines
-    if since_seconds is not None:
-        cutoff = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() - since_seconds))
-        out = [x for x in out if x[0][:19] >= cutoff]
-    if tail is not None:
-        out = out[-tail:] if tail > 0 else []
-    return out
-
-
-def log_text(lines: list[list[str]], timestamps: bool, limit_bytes: int | None) -> bytes:
-    data = "".join(_fmt(x, timestamps) for x in lines).encode()
-    return data[:limit_bytes] if limit_bytes else data
-
-
-def container_running(pod: Obj, container: str) -> bool:
-    """Whether more output can come: the pod is not finished and the container not terminated."""
-    st = pod.get("status") or {}
-    if st.get("phase") in ("Succeeded", "Failed"):
-        return False
-    for cs in st.get("containerStatuses") or []:
-        if cs.get("name") == container and "terminated" in (cs.get("state") or {}):
-            return False
-    return True
-
-
-def follow_logs(
-    c: Cluster,
-    namespace: str,
-    name: str,
-    uid: str,
-    container: str,
-    tail: int | None,
-    since_seconds: int | None,
-    timestamps: bool,
-    sock: socket.socket | None = None,
-) -> Iterator[bytes]:
-    """Stream existing lines, then new ones until the container stops or the pod goes away."""
-    yield b""
-    key = f"{uid}/{container}"
-    with c.lock:
-        lines = c.logs.get(key, [])
-        first = select_lines(lines, tail, since_seconds)
-        pos = len(lines)
-    if first:
-        yield log_text(first, timestamps, None)
-    deadline = time.monotonic() + MAX_WATCH_SECONDS
-    while time.monotonic() < deadline:
-        with c.lock:
-            if c.closed:
-                return
-            lines = c.logs.get(key, [])
-            if len(lines) < pos:  # trimmed at the front; resume at the end
-                pos = len(lines)
-            new = lines[pos:]
-            pos = len(lines)
-            pod = c.get("/pods", namespace, name)
-            alive = pod is not None and pod["metadata"]["uid"] == uid and container_running(pod, container)
-            if not new and alive:
-                if client_gone(sock):
-                    return
-                c.cond.wait(0.5)
-                continue
-        if new:
-            yield log_text(new, timestamps, None)
-        if not alive:
             return

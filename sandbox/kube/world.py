@@ -18,6 +18,7 @@ from ..serving.objects import MemoryObjects, ObjectStore
 from .api import KubeApi
 from .controllers import inference, karpenter, keda, ray, serving, training
 from .controllers.base import Ctx, make_ctx, pod_active
+from .controllers.hangs import hang_job
 from .controllers.kubelet import crash, run_kubelet
 from .controllers.nodes import sync_nodes as _sync_nodes
 from .controllers.scheduler import schedule
@@ -51,6 +52,7 @@ class KubeWorld:
         self.kubectl_anonymous = kubectl_anonymous
         self._saved_sig: tuple[Any, ...] | None = None
         self.controller_errors: list[str] = []  # tracebacks of failed controller runs (tests assert none)
+        self.metrics: Any = None  # MLflow sink of the simulated trainers (the Sandbox sets sandbox.mlflow_runs)
         self.clusters: dict[str, Cluster] = {}
         self._lock = threading.Lock()  # guards the clusters map, not the clusters
         self._api = KubeApi(self)
@@ -148,7 +150,7 @@ class KubeWorld:
                     and pod_active(pod)
                     and (pod.get("status") or {}).get("phase") == "Running"
                 ):
-                    crash(c, pod, 137 if len(crashed) % 2 == 0 else 1)
+                    crash(c, make_ctx(self.speedup, self.metrics), pod, 137 if len(crashed) % 2 == 0 else 1)
                     crashed.append(pod["metadata"]["name"])
         return crashed
 
@@ -161,8 +163,18 @@ class KubeWorld:
     def object_store(self, store: ObjectStore) -> None:
         self.serving.objects = store
 
+    def inject_job_hang(self, key: str, namespace: str, job: str, count: int = 1, after_steps: int = 2) -> list[str]:
+        """The training job `job` (HyperPodPyTorchJob or RayJob) stops making progress: its processes print
+        nothing more and log no metrics, without exiting. `count` attempts hang: this one now, later ones
+        (after the operator restarts the job) after `after_steps` steps. Returns the pods now hung."""
+        c = self.clusters.get(key)
+        if c is None:
+            return []
+        with c.lock:
+            return hang_job(c, make_ctx(self.speedup, self.metrics), namespace, job, count, after_steps)
+
     def tick(self) -> None:
-        ctx = make_ctx(self.speedup)
+        ctx = make_ctx(self.speedup, self.metrics)
         ctx.serving = self.serving
         for c in list(self.clusters.values()):
             with c.lock:

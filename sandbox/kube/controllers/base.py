@@ -21,6 +21,7 @@ class Ctx:
     speedup: float
     now: float
     serving: Any = None  # the world's sandbox.serving.hub.ServingHub (simulated server processes)
+    metrics: Any = None  # where simulated trainers' MLflow values go (sandbox/mlflow_runs.py), if anywhere
 
     def elapsed(self, since: float | None) -> float:
         """Simulated seconds since a wall-clock instant."""
@@ -29,8 +30,8 @@ class Ctx:
         return (self.now - since) * self.speedup
 
 
-def make_ctx(speedup: float) -> Ctx:
-    return Ctx(speedup=speedup, now=time.time())
+def make_ctx(speedup: float, metrics: Any = None) -> Ctx:
+    return Ctx(speedup=speedup, now=time.time(), metrics=metrics)
 
 
 def owner_ref(owner: Obj, controller: bool = True) -> Obj:

@@ -1,30 +1,30 @@
 """kubelet: pulls, starts and runs bound pods; writes their logs; finishes or crashes them.
 
 A pod's simulated behaviour lives in `cluster.sim[pod uid]`:
-  run_s   simulated seconds until containers exit (None = run forever);
-  exit    exit code when run_s elapses (0 → Succeeded);
-  log     log style: "service" (startup lines), "batch", "training", "ray-head", "ray-worker";
+  run_s   simulated seconds until containers exit (None = run forever; a training program decides);
+  exit    exit code when the containers exit (0 → Succeeded);
+  log     log style: "service" (startup lines), "batch", "training", "ray-head", "ray-worker", "ray-submit";
   ctx     values used by the log generator (world size, rank, job name...).
-Controllers that create pods fill these; otherwise they come from the pod's restartPolicy and the
-`sandbox.instantstart.io/run-seconds` / `exit-code` annotations.
+Controllers that create pods fill these; otherwise they come from the pod's restartPolicy, the
+`sandbox.instantstart.io/run-seconds` / `exit-code` annotations, and whether the container runs a
+training program the sandbox recognises (sandbox/kube/trainers). Training and Ray output is written by
+trainer_logs.py; containers that exit are restarted in place per restartPolicy (container_restarts.py).
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
 from typing import Any
 
 from ..store import Cluster, now_iso
 from ..util import clone
+from . import container_restarts, trainer_logs
 from .base import ANN_EXIT_CODE, ANN_RUN_SECONDS, Ctx, pod_active, set_condition, sim
 
 Obj = dict[str, Any]
 
 PULL_SECONDS = 5.0  # simulated image pull + container create
 BATCH_SECONDS = 30.0  # default run time of a finite (restartPolicy Never/OnFailure) pod
-TRAIN_STEP_SECONDS = 5.0  # one logged training step
-MAX_LINES_PER_TICK = 200
 EVICTION_SECONDS = 300.0  # tolerationSeconds of the default node.kubernetes.io/not-ready toleration
 
 
@@ -42,15 +42,17 @@ def _defaults(pod: Obj, s: dict[str, Any]) -> None:
         return
     ann = pod["metadata"].get("annotations") or {}
     rp = (pod.get("spec") or {}).get("restartPolicy", "Always")
+    training = rp != "Always" and trainer_logs.main_container(pod, launched_only=True)[0] is not None
     if ANN_RUN_SECONDS in ann:
         try:
             s["run_s"] = float(ann[ANN_RUN_SECONDS])
         except ValueError:
             s["run_s"] = BATCH_SECONDS
     else:
-        s["run_s"] = None if rp == "Always" else BATCH_SECONDS
+        # a recognised training program runs as long as its steps take; anything else finite 30 s
+        s["run_s"] = None if rp == "Always" or training else BATCH_SECONDS
     s.setdefault("exit", int(ann.get(ANN_EXIT_CODE, "0") or 0))
-    s.setdefault("log", "service" if s["run_s"] is None else "batch")
+    s.setdefault("log", "training" if training else "service" if s["run_s"] is None else "batch")
 
 
 def _container_status(ct: Obj, state: Obj, ready: bool, restart_count: int = 0, started: bool = False) -> Obj:
@@ -70,7 +72,10 @@ def _container_status(ct: Obj, state: Obj, ready: bool, restart_count: int = 0, 
 
 def run_kubelet(c: Cluster, ctx: Ctx) -> None:
     not_ready: dict[str, float] = c.sim.get("_node_notready") or {}
-    for pod in c.list("/pods"):
+    pods = c.list("/pods")
+    drivers = {j["metadata"]["uid"] for j in c.list("ray.io/rayjobs")}  # Ray drivers log MLflow runs too
+    trainer_logs.reap(c, ctx, {p["metadata"]["uid"] for p in pods} | drivers)
+    for pod in pods:
         node = (pod.get("spec") or {}).get("nodeName")
         if not node or not pod_active(pod):
             continue
@@ -84,6 +89,9 @@ def run_kubelet(c: Cluster, ctx: Ctx) -> None:
         phase = (pod.get("status") or {}).get("phase", "Pending")
         if phase == "Pending":
             _start(c, ctx, pod, s)
+        elif s.get("backoff_until") is not None:
+            if container_restarts.due(ctx, s):
+                _restart_containers(c, ctx, pod, s)
         elif phase == "Running":
             _run(c, ctx, pod, s)
 
@@ -186,9 +194,27 @@ def _start(c: Cluster, ctx: Ctx, pod: Obj, s: dict[str, Any]) -> None:
     c.put_status("/pods", pod, st)
     s["t_started"] = ctx.now
     fresh = c.get("/pods", pod["metadata"]["namespace"], pod["metadata"]["name"]) or pod
-    for ct in containers:
-        for line in startup_lines(fresh, ct, s):
-            c.append_log(fresh, ct["name"], line)
+    _begin(c, ctx, fresh, s)
+
+
+def _begin(c: Cluster, ctx: Ctx, pod: Obj, s: dict[str, Any]) -> None:
+    """The containers' processes start: their first lines (a training program prints its own over time)."""
+    if s.get("log") in ("training", "ray-head", "ray-worker", "ray-submit"):
+        for container, line in trainer_logs.start(c, ctx, pod, s):
+            c.append_log(pod, container, line)
+        return
+    for ct in (pod.get("spec") or {}).get("containers") or []:
+        for line in startup_lines(pod, ct, s):
+            c.append_log(pod, ct["name"], line)
+
+
+def _restart_containers(c: Cluster, ctx: Ctx, pod: Obj, s: dict[str, Any]) -> None:
+    """The back-off is over: the kubelet starts the containers again (their old logs become --previous)."""
+    container_restarts.restart(c, ctx, pod, s)
+    s["t_started"] = ctx.now
+    s.pop("steps", None)
+    fresh = c.get("/pods", pod["metadata"]["namespace"], pod["metadata"]["name"]) or pod
+    _begin(c, ctx, fresh, s)
 
 
 def _node_ip(c: Cluster, pod: Obj) -> str:
@@ -200,36 +226,34 @@ def _node_ip(c: Cluster, pod: Obj) -> str:
 
 
 def _run(c: Cluster, ctx: Ctx, pod: Obj, s: dict[str, Any]) -> None:
+    if s.get("log") in ("training", "ray-submit"):
+        code = trainer_logs.run(c, ctx, pod, s)
+        if code is not None:
+            terminate(c, pod, code, "Completed" if code == 0 else "Error", ctx=ctx)
+        return
     el = ctx.elapsed(s.get("t_started", ctx.now))
     containers = (pod.get("spec") or {}).get("containers") or []
     run_s = s.get("run_s")
-    if s.get("log") in ("training", "ray-submit"):
-        _training_logs(c, pod, containers, s, min(el, run_s) if run_s is not None else el)
     if run_s is not None and el >= run_s:
         code = int(s.get("exit", 0))
         for ct in containers:
             for line in finish_lines(pod, ct, s, code):
                 c.append_log(pod, ct["name"], line)
-        terminate(c, pod, code, "Completed" if code == 0 else "Error")
+        terminate(c, pod, code, "Completed" if code == 0 else "Error", ctx=ctx)
 
 
-def terminate(c: Cluster, pod: Obj, exit_code: int, reason: str, message: str = "") -> None:
-    """Containers exit; the pod reaches Succeeded (all 0) or Failed."""
+def terminate(c: Cluster, pod: Obj, exit_code: int, reason: str, message: str = "", ctx: Ctx | None = None) -> None:
+    """Containers exit. With restartPolicy Always (or OnFailure and a non-zero code) the kubelet
+    restarts them in place after a back-off; otherwise the pod reaches Succeeded (all 0) or Failed."""
+    if ctx is not None and container_restarts.restarts(pod, exit_code):
+        container_restarts.exited(c, ctx, pod, exit_code, reason, message)
+        return
     ts = now_iso()
     st = clone(pod.get("status") or {})
     st["phase"] = "Succeeded" if exit_code == 0 else "Failed"
     new_cs = []
     for cs in st.get("containerStatuses") or []:
-        started = ((cs.get("state") or {}).get("running") or {}).get("startedAt", ts)
-        term = {
-            "exitCode": exit_code,
-            "reason": reason,
-            "startedAt": started,
-            "finishedAt": ts,
-            "containerID": cs.get("containerID"),
-        }
-        if message:
-            term["message"] = message
+        term = container_restarts.terminated(cs, exit_code, reason, message, ts)
         new_cs.append(dict(cs, state={"terminated": term}, ready=False, started=False))
     st["containerStatuses"] = new_cs
     why = "PodCompleted" if exit_code == 0 else "PodFailed"
@@ -239,24 +263,17 @@ def terminate(c: Cluster, pod: Obj, exit_code: int, reason: str, message: str = 
     c.put_status("/pods", pod, st)
 
 
-def crash(c: Cluster, pod: Obj, exit_code: int = 137) -> None:
-    """An injected fault: the containers die with an error (OOM-kill style 137, or 1)."""
-    for ct in (pod.get("spec") or {}).get("containers") or []:
-        c.append_log(
-            pod,
-            ct["name"],
-            "RuntimeError: NCCL communicator was aborted on rank 0. "
-            "Original reason for failure was: NCCL error: unhandled system error"
-            if sim(c, pod).get("log") == "training"
-            else "fatal: process killed",
-        )
-        c.record_event(
-            pod,
-            "BackOff",
-            f"Back-off restarting failed container {ct.get('name')} in pod {pod['metadata']['name']}",
-            "Warning",
-        )
-    terminate(c, pod, exit_code, "Error")
+def crash(c: Cluster, ctx: Ctx, pod: Obj, exit_code: int = 137) -> None:
+    """An injected fault: the containers die with an error (SIGKILL 137 prints nothing, 1 a traceback)."""
+    s = sim(c, pod)
+    if s.get("log") == "training":
+        proc = s.get("proc") or {}
+        for line in trainer_logs.crash(c, ctx, pod, s, exit_code):
+            c.append_log(pod, proc.get("container") or pod["spec"]["containers"][0]["name"], line)
+    elif exit_code != 137:
+        for ct in (pod.get("spec") or {}).get("containers") or []:
+            c.append_log(pod, ct["name"], "fatal: process exited unexpectedly")
+    terminate(c, pod, exit_code, "OOMKilled" if exit_code == 137 else "Error", ctx=ctx)
 
 
 # ------------------------------------------------------------------ log content
@@ -266,40 +283,6 @@ def startup_lines(pod: Obj, ct: Obj, s: dict[str, Any]) -> list[str]:
     image = str(ct.get("image", ""))
     name = ct.get("name", "")
     style = s.get("log", "service")
-    ctx = s.get("ctx") or {}
-    if style == "training":
-        ws, rank = ctx.get("world_size", 1), ctx.get("rank", 0)
-        return [
-            f"[sandbox] container {name} started on {pod['spec'].get('nodeName')} (image {image})",
-            f"INFO torch.distributed.run: nproc_per_node={ctx.get('nproc', 1)} nnodes={ctx.get('nnodes', 1)} "
-            f"node_rank={rank}",
-            f"INFO initializing process group backend=nccl world_size={ws} rank={rank}",
-            "INFO NCCL version 2.21.5+cuda12.4, using EFA provider (libfabric 1.22)",
-            f"INFO loading dataset from {ctx.get('data', '/s3/data')}",
-            f"INFO model parameters: {ctx.get('params', '7.24B')}  global batch size: {ctx.get('batch', 256)}",
-        ]
-    if style == "ray-head":
-        return [
-            "Usage stats collection is disabled.",
-            "Local node IP: " + pod_ip(pod),
-            "Ray runtime started.",
-            "View the Ray dashboard at http://0.0.0.0:8265",
-            "--------------------",
-            "Ray head node started, waiting for workers",
-        ]
-    if style == "ray-worker":
-        return [
-            f"Connecting to Ray head at {ctx.get('head', 'raycluster-head-svc')}:6379",
-            "Ray runtime started.",
-            "Worker node joined the cluster",
-        ]
-    if style == "ray-submit":
-        return [
-            f"{now_iso()} INFO cli.py:36 -- Job submission server address: http://{ctx.get('head', 'head')}:8265",
-            f"{now_iso()} SUCC cli.py:60 -- Job '{ctx.get('job_id', 'raysubmit')}' submitted successfully",
-            f"{now_iso()} INFO cli.py:284 -- Tailing logs until the job exits (disable with --no-wait):",
-            f"Running entrypoint: {ctx.get('entrypoint', 'python main.py')}",
-        ]
     if style == "batch":
         cmd = " ".join(str(x) for x in (ct.get("command") or []) + (ct.get("args") or [])) or image
         return [f"[sandbox] running: {cmd}"]
@@ -328,38 +311,6 @@ def startup_lines(pod: Obj, ct: Obj, s: dict[str, Any]) -> list[str]:
 
 def finish_lines(pod: Obj, ct: Obj, s: dict[str, Any], code: int) -> list[str]:
     style = s.get("log", "service")
-    if style == "training":
-        if code == 0:
-            return [
-                f"INFO saving checkpoint to {(s.get('ctx') or {}).get('ckpt', '/checkpoints')}/final",
-                "INFO training complete",
-            ]
-        return [f"ERROR training process exited with code {code}"]
-    if style == "ray-submit":
-        job_id = (s.get("ctx") or {}).get("job_id", "raysubmit")
-        return [
-            "Job finished.",
-            f"{now_iso()} SUCC cli.py:63 -- Job '{job_id}' {'succeeded' if code == 0 else 'failed'}",
-        ]
     if style == "batch":
         return ["[sandbox] done" if code == 0 else f"[sandbox] exited with code {code}"]
     return []
-
-
-def _training_logs(c: Cluster, pod: Obj, containers: list[Obj], s: dict[str, Any], elapsed: float) -> None:
-    due = int(elapsed / TRAIN_STEP_SECONDS)
-    done = int(s.get("steps", 0))
-    if due <= done:
-        return
-    ctx = s.get("ctx") or {}
-    seed = _seed(str(ctx.get("job", pod["metadata"]["name"])))
-    base_tps = 8000 + seed % 4000
-    ws = int(ctx.get("world_size", 1) or 1)
-    for step in range(done + 1, min(due, done + MAX_LINES_PER_TICK) + 1):
-        loss = 2.2 + 8.5 * math.exp(-step / 25.0) + ((seed + step * 7919) % 1000) / 20000.0
-        tps = base_tps * ws + (step * 131 + seed) % 997
-        lr = 3e-4 * min(1.0, step / 10.0)
-        line = f"step={step} loss={loss:.4f} tokens/s={tps} lr={lr:.2e}"
-        for ct in containers:
-            c.append_log(pod, ct["name"], line)
-    s["steps"] = min(due, done + MAX_LINES_PER_TICK)

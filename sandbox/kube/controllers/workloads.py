@@ -372,6 +372,13 @@ def _job(c: Cluster, ctx: Ctx, job: Obj) -> None:
     pods = children(c, "/pods", job)
     succeeded = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Succeeded")
     failed = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Failed")
+    # restartPolicy OnFailure: the kubelet restarts containers in place; each restart counts as a failure
+    failed += sum(
+        int(cs.get("restartCount", 0))
+        for p in pods
+        if (p.get("spec") or {}).get("restartPolicy") == "OnFailure"
+        for cs in (p.get("status") or {}).get("containerStatuses") or []
+    )
     active = [p for p in pods if pod_active(p)]
     completions = spec.get("completions")
     completions = 1 if completions is None else int(completions)

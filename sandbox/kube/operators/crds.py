@@ -147,8 +147,26 @@ HYPERPOD_PYTORCHJOB_SCHEMA: Obj = root_schema(
                 },
             },
             "restartCount": {"type": "integer"},
-            "restartStatus": _PRESERVE,
-            "latestFaultyPodInstanceList": {"type": "array", "items": _PRESERVE},
+            "restartStatus": {
+                "type": "object",
+                "properties": {
+                    "currentEvalPeriod": {"type": "integer"},
+                    "fullJobRestartCount": {"type": "integer"},
+                    "restartCount": {"type": "integer"},
+                },
+            },
+            "latestFaultyPodInstanceList": {
+                "type": "object",
+                "properties": {
+                    "restartType": {"type": "string"},
+                    "faultyInstanceIdList": {"type": "array", "items": {"type": "string"}},
+                    "faultyPodList": {"type": "array", "items": {"type": "string"}},
+                    "faultyRankList": {"type": "array", "items": {"type": "string"}},
+                },
+            },
+            "masterAddr": {"type": "string"},
+            "masterPort": {"type": "string"},
+            "jobPods": {"type": "array", "items": _PRESERVE},
             "elasticScalingStatus": _PRESERVE,
             "startTime": {"type": "string"},
             "completionTime": {"type": "string"},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.request
 
 import pytest
@@ -123,3 +124,14 @@ def test_one_sandbox_per_process(sandbox, tmp_path):
 
     with pytest.raises(RuntimeError):
         Sandbox(tmp_path).start()
+
+
+def test_job_hang_is_forwarded_to_kube_and_validated(sandbox, account, monkeypatch):
+    seen = []
+    monkeypatch.setattr(sandbox.kube, "inject_job_hang", lambda *a, **k: seen.append(a) or [])
+    fault = {"kind": "job_hang", "account": account.id, "cluster": "ml", "namespace": "team", "job": "llama"}
+    _control(sandbox, "POST", "faults", {**fault, "count": 3, "after_steps": 0})
+    assert seen == [(f"{account.id}/us-west-2/ml", "team", "llama", 3, 0)]
+    with pytest.raises(urllib.error.HTTPError) as e:
+        _control(sandbox, "POST", "faults", {k: v for k, v in fault.items() if k != "job"})
+    assert e.value.code == 400 and json.loads(e.value.read())["error"] == "fault job_hang needs ['job']"

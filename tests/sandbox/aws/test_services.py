@@ -1,4 +1,4 @@
-"""Service Quotas, IAM managed policies, training plans, MLflow, NAT gateways and FSx timing."""
+"""Service Quotas, IAM managed policies, training plans, NAT gateways and FSx timing (MLflow: test_mlflow.py)."""
 
 from __future__ import annotations
 
@@ -52,18 +52,6 @@ def test_training_plans(account, sandbox):
         assert sm.describe_training_plan(TrainingPlanName="march")["Status"] == "Pending"
     wait_for(lambda: sm.describe_training_plan(TrainingPlanName="march")["Status"] in ("Scheduled", "Active"))
     assert [p["TrainingPlanArn"] for p in sm.list_training_plans()["TrainingPlanSummaries"]] == [arn]
-
-
-def test_mlflow_tracking_server(account, sandbox):
-    sm = account.sagemaker
-    r = role(account, "mlflow")
-    with slow_time(sandbox):
-        sm.create_mlflow_tracking_server(TrackingServerName="exp", ArtifactStoreUri="s3://bucket/mlflow", RoleArn=r)
-        assert sm.describe_mlflow_tracking_server(TrackingServerName="exp")["TrackingServerStatus"] == "Creating"
-    wait_for(lambda: sm.describe_mlflow_tracking_server(TrackingServerName="exp")["TrackingServerStatus"] == "Created")
-    assert [s["TrackingServerName"] for s in sm.list_mlflow_tracking_servers()["TrackingServerSummaries"]] == ["exp"]
-    sm.delete_mlflow_tracking_server(TrackingServerName="exp")
-    wait_for(lambda: sm.list_mlflow_tracking_servers()["TrackingServerSummaries"] == [])
 
 
 def test_nat_gateway_pending_then_available(account):

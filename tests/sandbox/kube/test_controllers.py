@@ -251,22 +251,44 @@ def test_daemonset_and_statefulset(kube: Kube) -> None:
     assert pvc.status.phase == "Bound"
 
 
-def test_pod_crash_makes_deployment_replace_the_pod(kube: Kube) -> None:
+def test_crashed_container_restarts_in_place_and_keeps_its_previous_log(kube: Kube) -> None:
+    """restartPolicy Always: the kubelet restarts the container in the same pod (CrashLoopBackOff
+    between later restarts), counts restartCount, records lastState, and `--previous` shows the old log."""
     kube.apps.create_namespaced_deployment("default", deployment("crashy", replicas=1))
     wait_for(lambda: kube.apps.read_namespaced_deployment("crashy", "default").status.ready_replicas == 1)
     crashed = kube.world.inject_pod_crash(KEY, "default", "crashy-", 1)
     assert len(crashed) == 1
-    pod = kube.core.read_namespaced_pod(crashed[0], "default")
-    assert pod.status.phase == "Failed"
-    term = pod.status.container_statuses[0].state.terminated
-    assert term.exit_code in (1, 137) and term.reason == "Error"
+    uid = kube.core.read_namespaced_pod(crashed[0], "default").metadata.uid
 
-    def replaced() -> bool:
-        pods = kube.core.list_namespaced_pod("default", label_selector="app=crashy").items
-        return any(p.metadata.name != crashed[0] and p.status.phase == "Running" for p in pods)
+    def restarted() -> object:
+        pod = kube.core.read_namespaced_pod(crashed[0], "default")
+        cs = pod.status.container_statuses[0]
+        return cs.restart_count == 1 and cs.state.running and pod
 
-    wait_for(replaced, what="replacement pod")
-    wait_for(lambda: kube.apps.read_namespaced_deployment("crashy", "default").status.ready_replicas == 1)
+    pod = wait_for(restarted, what="container restarted")
+    assert pod.metadata.uid == uid and pod.status.phase == "Running"
+    last = pod.status.container_statuses[0].last_state.terminated
+    assert last.exit_code == 137 and last.reason == "OOMKilled"
+    previous = kube.core.read_namespaced_pod_log(crashed[0], "default", previous=True)
+    assert "container crashy started" in previous
+    assert kube.core.list_namespaced_pod("default", label_selector="app=crashy").items[0].metadata.uid == uid
+
+    # the second crash waits in CrashLoopBackOff (10 s of simulated time) before the next start
+    kube.world.inject_pod_crash(KEY, "default", "crashy-", 1)
+    backoff = wait_for(
+        lambda: (
+            (cs := kube.core.read_namespaced_pod(crashed[0], "default").status.container_statuses[0]).state.waiting
+            or cs.restart_count == 2
+        ),
+        what="back-off or restart",
+    )
+    if backoff is not True:
+        assert backoff.reason == "CrashLoopBackOff"
+    wait_for(
+        lambda: kube.core.read_namespaced_pod(crashed[0], "default").status.container_statuses[0].restart_count == 2
+    )
+    events = kube.core.list_namespaced_event("default", field_selector=f"involvedObject.name={crashed[0]}").items
+    assert "BackOff" in {e.reason for e in events}
 
 
 def test_addons_install_system_workloads(world_factory: Callable[..., Kube]) -> None:

@@ -1,5 +1,5 @@
-"""Operators that EKS add-ons install: HyperPod training (HyperPodPyTorchJob), KubeRay (RayJob),
-HyperPod inference (InferenceEndpointConfig) and KEDA (ScaledObject)."""
+"""Operators that EKS add-ons install: the HyperPod training CRD (its operator: test_training.py),
+HyperPod inference (InferenceEndpointConfig) and KEDA (ScaledObject); KubeRay is in test_rayjobs.py."""
 
 from __future__ import annotations
 
@@ -12,44 +12,12 @@ from kubernetes.client.exceptions import ApiException
 
 from sandbox.kube.operators import INFERENCE_ADDON
 
-from .conftest import KEY, Kube, gpu_node, wait_for
+from .conftest import KEY, Kube, wait_for
+from .jobs import hpjob
 
 TRAINING = "amazon-sagemaker-hyperpod-training-operator"
 INFERENCE = INFERENCE_ADDON  # the add-on's name lives in one place
 G, V, P = "sagemaker.amazonaws.com", "v1", "hyperpodpytorchjobs"
-
-
-def hpjob(name: str, replicas: int = 2, run_seconds: int = 300, **run_policy: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{G}/{V}",
-        "kind": "HyperPodPyTorchJob",
-        "metadata": {"name": name, "annotations": {"sandbox.instantstart.io/run-seconds": str(run_seconds)}},
-        "spec": {
-            "nprocPerNode": "8",
-            "replicaSpecs": [
-                {
-                    "name": "pod",
-                    "replicas": replicas,
-                    "template": {
-                        "spec": {
-                            "nodeSelector": {"node.kubernetes.io/instance-type": "ml.p5.48xlarge"},
-                            "containers": [
-                                {
-                                    "name": "pytorch",
-                                    "image": "123456789012.dkr.ecr.us-west-2.amazonaws.com/train:1",
-                                    "command": ["torchrun", "train.py"],
-                                    "resources": {"limits": {"nvidia.com/gpu": 8, "vpc.amazonaws.com/efa": 32}},
-                                    "volumeMounts": [{"name": "s3", "mountPath": "/s3"}],
-                                }
-                            ],
-                            "volumes": [{"name": "s3", "persistentVolumeClaim": {"claimName": "s3-claim"}}],
-                        }
-                    },
-                }
-            ],
-            "runPolicy": {"cleanPodPolicy": "None", **run_policy},
-        },
-    }
 
 
 def _cond(obj: dict[str, Any], ctype: str) -> dict[str, Any] | None:
@@ -66,83 +34,6 @@ def _get(kube: Kube, name: str) -> dict[str, Any]:
 @pytest.fixture
 def training(world_factory: Callable[..., Kube]) -> Kube:
     return world_factory(addons={TRAINING})
-
-
-def test_hyperpod_job_runs_logs_and_succeeds(training: Kube) -> None:
-    kube = training
-    crd = kube.ext.read_custom_resource_definition("hyperpodpytorchjobs.sagemaker.amazonaws.com")
-    assert crd.spec.names.kind == "HyperPodPyTorchJob" and crd.spec.scope == "Namespaced"
-    kube.custom.create_namespaced_custom_object(G, V, "default", P, hpjob("llama", run_seconds=1500))
-
-    def running() -> bool:
-        pods = kube.core.list_namespaced_pod("default", label_selector="sagemaker.amazonaws.com/job-name=llama")
-        return sorted(p.metadata.name for p in pods.items if p.status.phase in ("Running", "Succeeded")) == [
-            "llama-pod-0",
-            "llama-pod-1",
-        ]
-
-    wait_for(running, what="job pods running")
-    wait_for(lambda: _cond(_get(kube, "llama"), "Running") or _cond(_get(kube, "llama"), "Succeeded"))
-    pod = kube.core.read_namespaced_pod("llama-pod-1", "default")
-    env = {e.name: e.value for e in pod.spec.containers[0].env}
-    assert env["MASTER_ADDR"] == "llama-pod-0" and env["WORLD_SIZE"] == "16"
-    assert pod.metadata.owner_references[0].kind == "HyperPodPyTorchJob"
-
-    wait_for(lambda: _cond(_get(kube, "llama"), "Succeeded"), what="Succeeded")
-    job = _get(kube, "llama")
-    assert job["status"]["restartCount"] == 0 and job["status"]["completionTime"]
-    logs = kube.core.read_namespaced_pod_log("llama-pod-0", "default")
-    steps = [line for line in logs.splitlines() if line.startswith("step=")]
-    assert len(steps) >= 50 and "loss=" in steps[0] and "tokens/s=" in steps[0] and " lr=" in steps[0]
-    assert "training complete" in logs
-    # losses go down
-    first, last = (float(s.split("loss=")[1].split()[0]) for s in (steps[0], steps[-1]))
-    assert last < first
-
-
-def test_hyperpod_pod_crash_restarts_then_fails_past_retry_limit(training: Kube) -> None:
-    kube = training
-    kube.custom.create_namespaced_custom_object(
-        G, V, "default", P, hpjob("fragile", run_seconds=60000, jobMaxRetryCount=1)
-    )
-    wait_for(lambda: _cond(_get(kube, "fragile"), "Running"), what="Running")
-    first_uid = kube.core.read_namespaced_pod("fragile-pod-0", "default").metadata.uid
-    assert kube.world.inject_pod_crash(KEY, "default", "fragile-pod-1") == ["fragile-pod-1"]
-
-    def restarted() -> dict[str, Any] | None:
-        job = _get(kube, "fragile")
-        return job if job["status"].get("restartCount") == 1 and _cond(job, "Running") else None
-
-    job = wait_for(restarted, what="restart and running again")
-    assert job["status"]["latestFaultyPodInstanceList"][0]["podName"] == "fragile-pod-1"
-    assert job["status"]["restartStatus"]["lastRestartType"] == "FullJobRestart"
-    assert kube.core.read_namespaced_pod("fragile-pod-0", "default").metadata.uid != first_uid
-    events = kube.core.list_namespaced_event("default", field_selector="involvedObject.name=fragile").items
-    assert {"PodFailed", "JobRestarting"} <= {e.reason for e in events}
-
-    kube.world.inject_pod_crash(KEY, "default", "fragile-pod-0")
-    failed = wait_for(lambda: _cond(_get(kube, "fragile"), "Failed"), what="Failed")
-    assert failed["reason"] == "MaxRetryCountExceeded"
-    assert _get(kube, "fragile")["status"]["restartCount"] == 1
-
-
-def test_hyperpod_pod_level_restart_policy(training: Kube) -> None:
-    kube = training
-    kube.custom.create_namespaced_custom_object(
-        G,
-        V,
-        "default",
-        P,
-        hpjob("elastic", run_seconds=60000, jobMaxRetryCount=3, restartPolicy={"numRestartBeforeFullJobRestart": 1}),
-    )
-    wait_for(lambda: _cond(_get(kube, "elastic"), "Running"))
-    keep = kube.core.read_namespaced_pod("elastic-pod-0", "default").metadata.uid
-    kube.world.inject_pod_crash(KEY, "default", "elastic-pod-1")
-    job = wait_for(
-        lambda: (j := _get(kube, "elastic"))["status"].get("restartCount") == 1 and _cond(j, "Running") and j
-    )
-    assert job["status"]["restartStatus"]["lastRestartType"] == "PodLevelRestart"
-    assert kube.core.read_namespaced_pod("elastic-pod-0", "default").metadata.uid == keep
 
 
 def test_hyperpod_schema_and_operator_absent(world_factory: Callable[..., Kube]) -> None:
@@ -168,64 +59,6 @@ def test_hyperpod_schema_and_operator_absent(world_factory: Callable[..., Kube])
     with pytest.raises(ApiException) as e:
         kube.ext.read_custom_resource_definition("hyperpodpytorchjobs.sagemaker.amazonaws.com")
     assert e.value.status == 404
-
-
-def _rayjob(name: str) -> dict[str, Any]:
-    pod = {
-        "spec": {
-            "containers": [
-                {
-                    "name": "ray",
-                    "image": "rayproject/ray:2.41.0",
-                    "resources": {"requests": {"cpu": "2", "memory": "4Gi"}},
-                }
-            ]
-        }
-    }
-    return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayJob",
-        "metadata": {"name": name, "annotations": {"sandbox.instantstart.io/run-seconds": "200"}},
-        "spec": {
-            "entrypoint": "python /s3/train.py",
-            "shutdownAfterJobFinishes": True,
-            "rayClusterSpec": {
-                "headGroupSpec": {"rayStartParams": {}, "template": pod},
-                "workerGroupSpecs": [
-                    {
-                        "groupName": "gpu",
-                        "replicas": 2,
-                        "minReplicas": 1,
-                        "maxReplicas": 4,
-                        "rayStartParams": {},
-                        "template": pod,
-                    }
-                ],
-            },
-        },
-    }
-
-
-def test_rayjob_with_kuberay(world_factory: Callable[..., Kube]) -> None:
-    kube = world_factory(addons={"kuberay-operator"})
-    kube.custom.create_namespaced_custom_object("ray.io", "v1", "default", "rayjobs", _rayjob("rj"))
-
-    def status() -> dict[str, Any]:
-        return kube.custom.get_namespaced_custom_object("ray.io", "v1", "default", "rayjobs", "rj").get("status") or {}
-
-    st = wait_for(lambda: (s := status()).get("jobStatus") == "RUNNING" and s, what="RUNNING")
-    assert st["jobDeploymentStatus"] == "Running" and st["rayClusterName"].startswith("rj-")
-    pods = kube.core.list_namespaced_pod("default", label_selector=f"ray.io/cluster={st['rayClusterName']}").items
-    assert sorted(p.metadata.labels["ray.io/node-type"] for p in pods) == ["head", "worker", "worker"]
-    st = wait_for(lambda: (s := status()).get("jobStatus") == "SUCCEEDED" and s, what="SUCCEEDED")
-    assert st["jobDeploymentStatus"] == "Complete" and st["endTime"]
-    submitter = kube.core.list_namespaced_pod("default", label_selector="job-name=rj").items[0]
-    log = kube.core.read_namespaced_pod_log(submitter.metadata.name, "default")
-    assert "submitted successfully" in log and "succeeded" in log
-    wait_for(
-        lambda: not kube.custom.list_namespaced_custom_object("ray.io", "v1", "default", "rayclusters")["items"],
-        what="RayCluster shut down after the job",
-    )
 
 
 def test_inference_endpoint_and_keda(world_factory: Callable[..., Kube]) -> None:
@@ -349,30 +182,3 @@ def test_jumpstart_model_deploys(world_factory: Callable[..., Kube]) -> None:
     assert done["status"]["endpoints"]["sagemaker"]["endpointArn"].endswith(":endpoint/mistral-ep")
     pod = kube.core.list_namespaced_pod("default", label_selector="app=mistral").items[0]
     assert pod.spec.node_selector == {"node.kubernetes.io/instance-type": "ml.p5.48xlarge"}
-
-
-def test_hyperpod_moves_off_an_unhealthy_node(world_factory: Callable[..., Kube]) -> None:
-    kube = world_factory(nodes=3, addons={TRAINING})
-    kube.custom.create_namespaced_custom_object(
-        G, V, "default", P, hpjob("resilient", run_seconds=60000, jobMaxRetryCount=2)
-    )
-    wait_for(lambda: _cond(_get(kube, "resilient"), "Running"), what="Running")
-    bad_node = kube.core.read_namespaced_pod("resilient-pod-0", "default").spec.node_name
-    nodes = [gpu_node(f"hyperpod-i-0000000{i}") for i in range(3)]
-    for n in nodes:
-        if n["name"] == bad_node:
-            n["labels"] = {"sagemaker.amazonaws.com/node-health-status": "UnschedulablePendingReplacement"}
-    kube.world.sync_nodes(KEY, nodes)
-
-    def moved() -> bool:
-        job = _get(kube, "resilient")
-        pods = kube.core.list_namespaced_pod("default", label_selector="sagemaker.amazonaws.com/job-name=resilient")
-        return (
-            job["status"].get("restartCount") == 1
-            and _cond(job, "Running") is not None
-            and all(p.spec.node_name != bad_node and p.status.phase == "Running" for p in pods.items)
-        )
-
-    wait_for(moved, what="job restarted off the unhealthy node")
-    faults = _get(kube, "resilient")["status"]["latestFaultyPodInstanceList"]
-    assert faults[0]["reason"] == "NodeUnhealthy" and faults[0]["nodeName"] == bad_node
