@@ -26,7 +26,7 @@ import sys
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,7 +63,7 @@ class Walk:
     problems: list[str] = field(default_factory=list)
 
 
-@lru_cache(maxsize=None)
+@cache
 def service_operations(service: str) -> dict[str, str]:
     """boto3 method name → API operation name, from botocore's model (raises for an unknown service)."""
     from botocore import xform_name
@@ -387,18 +387,29 @@ def main(argv: list[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--write", action="store_true", help="regenerate the policies in the templates")
     mode.add_argument("--check", action="store_true", help="exit 1 when a template is out of date")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the source tree to walk (default: this repository)")
     args = parser.parse_args(argv)
 
-    walk = discover()
+    walk = discover(args.root)
     if walk.problems:
         print("The IAM action walk could not resolve:", *walk.problems, sep="\n  ", file=sys.stderr)
         return 1
+    try:
+        return _run(args, walk)
+    except iam_policy.UnscopedAction as exc:
+        print(exc, file=sys.stderr)
+        return 1
+
+
+def _run(args, walk: Walk) -> int:
+    from deploy import iam_policy
+
     if args.write:
-        for path in iam_policy.write_templates(walk.calls):
+        for path in iam_policy.write_templates(walk.calls, args.root):
             print(f"updated {path.relative_to(ROOT)}")
         return 0
     if args.check:
-        stale = iam_policy.stale_templates(walk.calls)
+        stale = iam_policy.stale_templates(walk.calls, args.root)
         for path, message in stale:
             print(f"{path.relative_to(ROOT)}: {message}", file=sys.stderr)
         if stale:

@@ -94,12 +94,16 @@ PASSED_TO = {
     ("sagemaker", "UpdateCluster"): "sagemaker.amazonaws.com",
 }
 
-# The managed policies the product attaches to the roles it creates (clusters/steps/identity.py);
-# the team role may attach these and no other (tests/deploy keep the two lists equal).
-ATTACHABLE_POLICIES = (
-    "arn:aws:iam::aws:policy/AmazonEKSClusterPolicy",
-    "arn:aws:iam::aws:policy/AmazonSageMakerClusterInstanceRolePolicy",
-)
+# The AWS-managed policies named in the product's code are the ones it attaches to the roles it
+# creates (clusters/steps/identity.py): the team role may attach those and no other.
+_MANAGED_POLICY = re.compile(r"arn:aws:iam::aws:policy/[A-Za-z0-9_+=,.@/-]+")
+
+
+def attachable_policies(root: Path = ROOT) -> list[str]:
+    from deploy.iam_actions import product_files
+
+    return sorted({arn for path in product_files(root) for arn in _MANAGED_POLICY.findall(path.read_text())})
+
 
 # EC2 create calls and the resource type each one creates (tagged at creation); those not in
 # EC2_CREATES_ALONE also act on existing resources (the VPC a subnet goes into), which must be owned.
@@ -191,7 +195,7 @@ class UnscopedAction(Exception):
     """An action no scope rule places: the message says where to add one."""
 
 
-def team_statements(calls: list[Call]) -> list[Statement]:
+def team_statements(calls: list[Call], root: Path = ROOT) -> list[Statement]:
     """The team role's statements: every action the team's calls need, each in its tightest scope."""
     team_calls = [c for c in calls if c.identity == TEAM]
     actions = required_actions(calls, TEAM)
@@ -199,7 +203,7 @@ def team_statements(calls: list[Call]) -> list[Statement]:
 
     read = Statement(
         "ReadAnything",
-        "Reads only (catalog, preflight, import, drift, status). Resource \"*\": most of these take no "
+        'Reads only (catalog, preflight, import, drift, status). Resource "*": most of these take no '
         "resource ARN (EC2 Describe*, ListClusters, ListServiceQuotas) and import reads clusters "
         "InstantStart did not create.",
     )
@@ -212,7 +216,7 @@ def team_statements(calls: list[Call]) -> list[Statement]:
     for action in sorted(actions):
         service, name = action.split(":", 1)
         if service == "iam":
-            _place_iam(put, action, name, team_calls)
+            _place_iam(put, action, name, team_calls, root)
         elif service == "s3":
             _place_s3(put, read, action, team_calls)
         elif name.startswith(READ_VERBS) and service in ("ec2", "eks", "sagemaker", "fsx", "servicequotas"):
@@ -263,10 +267,17 @@ def team_statements(calls: list[Call]) -> list[Statement]:
     return [s for s in result if s.actions] + ([imported] if imported.actions else [])
 
 
-def _place_iam(put, action: str, name: str, calls: list[Call]) -> None:
+PARTITION_ARN = "arn:${AWS::Partition}:"
+
+
+def _called(calls: list[Call], operation: tuple[str, str]) -> bool:
+    return any((c.service, c.operation) == operation for c in calls)
+
+
+def _place_iam(put, action: str, name: str, calls: list[Call], root: Path) -> None:
     roles = [_arn("iam", f"role/{PREFIX}*", region="")]
     if name == "PassRole":
-        services = sorted({v for k, v in PASSED_TO.items() if any((c.service, c.operation) == k for c in calls)})
+        services = sorted({v for k, v in PASSED_TO.items() if _called(calls, k)})
         put(
             "PassOwnRoles",
             "Hand InstantStart's own roles (is-*) to EKS and HyperPod, and to nothing else.",
@@ -275,7 +286,7 @@ def _place_iam(put, action: str, name: str, calls: list[Call]) -> None:
             {"StringEquals": {"iam:PassedToService": services}},
         )
     elif name == "CreateServiceLinkedRole":
-        services = sorted({v for k, v in SERVICE_LINKED_ROLES.items() if any((c.service, c.operation) == k for c in calls)})
+        services = sorted({v for k, v in SERVICE_LINKED_ROLES.items() if _called(calls, k)})
         put(
             "ServiceLinkedRoles",
             "The service-linked roles EKS and FSx make on first use.",
@@ -289,7 +300,11 @@ def _place_iam(put, action: str, name: str, calls: list[Call]) -> None:
             "Attach to InstantStart's own roles only the managed policies the product attaches.",
             action,
             roles,
-            {"ArnEquals": {"iam:PolicyARN": [Sub(p.replace("arn:aws:", "arn:${AWS::Partition}:")) for p in ATTACHABLE_POLICIES]}},
+            {
+                "ArnEquals": {
+                    "iam:PolicyARN": [Sub(p.replace("arn:aws:", PARTITION_ARN)) for p in attachable_policies(root)]
+                }
+            },
         )
     else:
         put("OwnRoles", "The roles InstantStart creates for its clusters: is-<team>-<cluster>-*.", action, roles)
@@ -308,7 +323,7 @@ def _place_s3(put, read: Statement, action: str, calls: list[Call]) -> None:
         )
     else:
         put("OwnBuckets", "InstantStart's buckets: is-*-shared-<account> and sagemaker-is-*.", action, buckets)
-    if action == "s3:ListBucket" and any((c.service, c.operation) == ("s3", "HeadBucket") for c in calls):
+    if action == "s3:ListBucket" and _called(calls, ("s3", "HeadBucket")):
         # Attaching an existing bucket checks it with HeadBucket; its name is the team's choice.
         put(
             "CheckAttachableBuckets",
@@ -346,7 +361,7 @@ def _place_ec2(put, action: str, name: str, tagged_creates: set[str]) -> None:
     put(
         "Ec2OnOwned",
         "Network resources tagged managed-by=instantstart (the VPC a subnet goes into, a route table, "
-        "a security group). Resource \"*\" with the tag condition: the ids are the cloud's.",
+        'a security group). Resource "*" with the tag condition: the ids are the cloud\'s.',
         action,
         ["*"],
         {"StringEquals": OWNED},
@@ -469,9 +484,9 @@ def _wrap(text: str, width: int) -> list[str]:
     return lines + ([line] if line else [])
 
 
-def statements_for(calls: list[Call]) -> dict[Path, list[Statement]]:
+def statements_for(calls: list[Call], root: Path = ROOT) -> dict[Path, list[Statement]]:
     return {
-        TEAM_TEMPLATE: _finish_ec2_create(team_statements(calls)),
+        TEAM_TEMPLATE: _finish_ec2_create(team_statements(calls, root)),
         MANAGEMENT_TEMPLATE: management_statements(calls),
     }
 
@@ -487,9 +502,9 @@ def _replace_generated(text: str, statements: list[Statement], path: Path) -> st
     return "\n".join(lines[: start + 1] + render(statements, indent) + lines[end:]) + "\n"
 
 
-def write_templates(calls: list[Call]) -> list[Path]:
+def write_templates(calls: list[Call], root: Path = ROOT) -> list[Path]:
     changed = []
-    for path, statements in statements_for(calls).items():
+    for path, statements in statements_for(calls, root).items():
         text = path.read_text()
         new = _replace_generated(text, statements, path)
         if new != text:
@@ -498,10 +513,10 @@ def write_templates(calls: list[Call]) -> list[Path]:
     return changed
 
 
-def stale_templates(calls: list[Call]) -> list[tuple[Path, str]]:
+def stale_templates(calls: list[Call], root: Path = ROOT) -> list[tuple[Path, str]]:
     """(template, what is wrong) for every template whose generated policy differs from the code."""
     stale = []
-    for path, statements in statements_for(calls).items():
+    for path, statements in statements_for(calls, root).items():
         text = path.read_text()
         if _replace_generated(text, statements, path) == text:
             continue
@@ -523,3 +538,80 @@ def stale_templates(calls: list[Call]) -> list[tuple[Path, str]]:
 def _generated_part(text: str) -> str:
     start, end = text.find(BEGIN), text.find(END)
     return text[start:end] if start >= 0 and end > start else ""
+
+
+# --- what the management instance's own scripts need ----------------------------------------
+
+# Tools on the instance that call AWS without an `aws <service> <command>` line to read.
+INSTANCE_TOOLS = {
+    r"\bdocker pull\b": ("ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"),
+    r"--log-driver awslogs\b": ("logs:CreateLogStream", "logs:PutLogEvents"),
+    r"\bcfn-signal\b": ("cloudformation:SignalResource",),
+    r"\bcfn-(init|hup)\b": ("cloudformation:DescribeStackResource",),
+}
+# AWS CLI commands that are not one API operation.
+CLI_COMMANDS = {
+    ("ecr", "get-login-password"): ("ecr:GetAuthorizationToken",),
+    ("s3", "ls"): ("s3:ListBucket",),
+}
+_CLI = re.compile(r"\baws ([a-z0-9-]+) ([a-z0-9-]+)((?: [^\s|]+)*)")
+
+
+def script_actions(text: str) -> dict[str, list[str]]:
+    """IAM action → the commands in the instance's scripts (user data, cfn-init files) that need it."""
+    from botocore import xform_name
+
+    from deploy.iam_actions import _botocore
+
+    found: dict[str, list[str]] = defaultdict(list)
+    for match in _CLI.finditer(text):
+        service, command, rest = match.groups()
+        if (service, command) in CLI_COMMANDS:
+            actions = CLI_COMMANDS[(service, command)]
+        elif (service, command) == ("s3", "cp"):
+            source = rest.split()[0].strip("\"'") if rest.split() else ""
+            actions = ("s3:GetObject",) if source.startswith("s3://") else ("s3:PutObject",)
+        else:
+            model = _botocore().get_service_model(service)
+            operation = next((op for op in model.operation_names if xform_name(op, "-") == command), None)
+            if operation is None:
+                raise UnscopedAction(f"`aws {service} {command}` is no API operation: add it to CLI_COMMANDS")
+            actions = (f"{model.signing_name}:{operation}",)
+        for action in actions:
+            found[action].append(match.group(0))
+    for pattern, actions in INSTANCE_TOOLS.items():
+        for match in re.finditer(pattern, text):
+            for action in actions:
+                found[action].append(match.group(0))
+    return dict(found)
+
+
+def instance_scripts(template: dict) -> str:
+    """The text the management instance runs: its user data and the files cfn-init writes
+    (the Outputs' commands run on the operator's machine, with the operator's credentials)."""
+    instance = template["Resources"]["Instance"]
+    parts = [instance["Properties"]["UserData"]]
+    files = instance["Metadata"]["AWS::CloudFormation::Init"]["files"]["files"]
+    parts += [spec["content"] for spec in files.values()]
+    return "\n".join(_strings(part) for part in parts)
+
+
+def _strings(node) -> str:
+    """Every string in an intrinsic-function tree (Fn::Sub bodies, Fn::Join parts)."""
+    if isinstance(node, str):
+        return node
+    if isinstance(node, dict):
+        return "\n".join(_strings(v) for v in node.values())
+    if isinstance(node, list):
+        return "\n".join(_strings(v) for v in node)
+    return ""
+
+
+def load_template(path: Path) -> dict:
+    """A template as CloudFormation reads it (short-form tags become Fn:: mappings)."""
+    from cfnlint.decode import decode_str
+
+    template, problems = decode_str(path.read_text())
+    if problems:
+        raise ValueError(f"{path}: {problems[0]}")
+    return template

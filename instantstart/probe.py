@@ -18,7 +18,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-BEAT_SCHEDULE = os.environ.get("CELERY_BEAT_SCHEDULE_FILE", "/tmp/beat/celerybeat-schedule")
+BEAT_SCHEDULE = os.environ.get("INSTANTSTART_BEAT_SCHEDULE", "/tmp/beat/celerybeat-schedule")
 # Celery beat saves its schedule every 3 minutes while running.
 BEAT_STALE_SECONDS = 300
 
@@ -42,8 +42,8 @@ def worker() -> tuple[bool, str]:
     django.setup()
     from instantstart.operations.heartbeat import live_workers
 
-    # Celery names a worker <prefix>@<host>; the container's host name is its own.
-    suffix = "@" + socket.gethostname()
+    # Celery names a worker <prefix>@<host>; a container's host name is its own (Docker sets HOSTNAME).
+    suffix = "@" + (os.environ.get("HOSTNAME") or socket.gethostname())
     live = live_workers()
     return any(name.endswith(suffix) for name in live), f"live workers: {', '.join(live) or 'none'}"
 
