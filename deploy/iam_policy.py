@@ -274,26 +274,33 @@ def _called(calls: list[Call], operation: tuple[str, str]) -> bool:
     return any((c.service, c.operation) == operation for c in calls)
 
 
+# IAM actions allowed only towards the AWS services the calls name: (Sid, why, the calls' services,
+# condition key, resource; None: InstantStart's own roles).
+_TOWARDS_SERVICES = {
+    "PassRole": (
+        "PassOwnRoles",
+        "Hand InstantStart's own roles (is-*) to EKS and HyperPod, and to nothing else.",
+        PASSED_TO,
+        "iam:PassedToService",
+        None,
+    ),
+    "CreateServiceLinkedRole": (
+        "ServiceLinkedRoles",
+        "The service-linked roles EKS and FSx make on first use.",
+        SERVICE_LINKED_ROLES,
+        "iam:AWSServiceName",
+        "role/aws-service-role/*",
+    ),
+}
+
+
 def _place_iam(put, action: str, name: str, calls: list[Call], root: Path) -> None:
     roles = [_arn("iam", f"role/{PREFIX}*", region="")]
-    if name == "PassRole":
-        services = sorted({v for k, v in PASSED_TO.items() if _called(calls, k)})
-        put(
-            "PassOwnRoles",
-            "Hand InstantStart's own roles (is-*) to EKS and HyperPod, and to nothing else.",
-            action,
-            roles,
-            {"StringEquals": {"iam:PassedToService": services}},
-        )
-    elif name == "CreateServiceLinkedRole":
-        services = sorted({v for k, v in SERVICE_LINKED_ROLES.items() if _called(calls, k)})
-        put(
-            "ServiceLinkedRoles",
-            "The service-linked roles EKS and FSx make on first use.",
-            action,
-            [_arn("iam", "role/aws-service-role/*", region="")],
-            {"StringEquals": {"iam:AWSServiceName": services}},
-        )
+    if name in _TOWARDS_SERVICES:
+        sid, why, table, key, resource = _TOWARDS_SERVICES[name]
+        services = sorted({service for call, service in table.items() if _called(calls, call)})
+        resources = [_arn("iam", resource, region="")] if resource else roles
+        put(sid, why, action, resources, {"StringEquals": {key: services}})
     elif name == "AttachRolePolicy":
         put(
             "AttachKnownPolicies",

@@ -23,8 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "deploy" / "Dockerfile"
 COMPOSE = ROOT / "deploy" / "compose.yaml"
-# What a container does not inherit from this test process.
-HOST_ONLY = ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "SECRET_KEY", "ALLOWED_HOSTS", "CELERY_QUEUE")
+# All a container shares with this machine's environment: nothing of the test run's own settings.
+BASE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ")
 
 
 def free_port() -> int:
@@ -69,7 +69,7 @@ def image_cmd() -> list[str]:
 
 
 def container_env(**overrides: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in HOST_ONLY and not k.startswith("INSTANTSTART_")}
+    env = {k: v for k, v in os.environ.items() if k in BASE_ENV}
     image = image_env()
     image.pop("PATH", None)  # the image's virtualenv is this machine's .venv
     env.update(image)

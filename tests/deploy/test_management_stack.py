@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -266,6 +267,11 @@ def test_the_instance_scripts_are_valid_bash(template, tmp_path):
         check = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True)
         assert check.returncode == 0, f"{name}: {check.stderr}"
         assert "set -euo pipefail" in text, name
+    if shutil.which("shellcheck"):  # Debian's shellcheck, where installed: warnings and errors
+        lint = subprocess.run(
+            ["shellcheck", "--severity=warning", *[str(tmp_path / n) for n in scripts]], capture_output=True, text=True
+        )
+        assert lint.returncode == 0, lint.stdout
     # The stack is signalled only after /healthz answers (or a replacement is ready to take over).
     assert rendered.index("/healthz") < rendered.rindex('signal 0 "InstantStart is healthy"')
 
