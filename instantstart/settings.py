@@ -285,7 +285,7 @@ SESSION_COOKIE_SECURE = MODE == "production"
 CSRF_COOKIE_SECURE = MODE == "production"
 if MODE == "production":
     # The proxy terminates TLS and says so in X-Forwarded-Proto. The app's port must be reachable
-    # only through that proxy (compose and the stack publish it on loopback only).
+    # only through that proxy (compose publishes only the proxy; the stack listens on loopback).
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     # Off only where the transport is encrypted without TLS at the app's proxy: the stack's SSM
     # port-forwarding session ends on the instance's loopback, where nothing is in the clear.

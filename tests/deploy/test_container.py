@@ -159,6 +159,22 @@ def test_default_command_on_its_volume_serves_healthz_runs_operations_and_surviv
     assert not Path(f"/proc/{worker}").exists()
 
 
+@pytest.mark.timeout(180)
+def test_the_sandbox_starts_only_when_asked(tmp_path):
+    # `docker run -e INSTANTSTART_SANDBOX=true …`: trying InstantStart out with no AWS account.
+    port, volume = free_port(), tmp_path / "data"
+    env = container_env(INSTANTSTART_VAR_DIR=str(volume), PORT=str(port), HOST="127.0.0.1", INSTANTSTART_SANDBOX="true")
+    app = Process("allinone-sandbox", image_cmd(), env, tmp_path)
+    try:
+        wait_healthy(port, app)
+        endpoint = re.search(r"sandbox cloud at (http://127\.0\.0\.1:\d+)", app.log()).group(1)
+        status, _, body = get(f"{endpoint}/_sandbox/health")
+        assert status == 200 and json.loads(body)["ok"]
+        assert (volume / "sandbox").is_dir()  # its state lives on the volume too
+    finally:
+        assert app.stop() == 0, app.log()[-3000:]
+
+
 @pytest.mark.timeout(300)
 def test_default_command_uses_postgresql_and_redis_and_is_https_only_behind_the_proxy(
     tmp_path, static_root, container_database
