@@ -151,14 +151,17 @@ def index(root: Path = ROOT) -> dict[str, Module]:
                     module.imports[alias.asname or alias.name] = (source, alias.name)
             elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 module.constants[node.targets[0].id] = node.value
+        # Statements outside functions (a client made at import time) are walked as one more body.
+        top = [n for n in module.tree.body if not isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)]
+        module.functions[MODULE_BODY] = ast.Module(body=top, type_ignores=[])  # type: ignore[assignment]
         modules[name] = module
     return modules
 
 
 # --- the walk -------------------------------------------------------------------------------
 
-Binding = frozenset  # of (identity, service)
 FunctionKey = tuple[str, str]  # (module name, function name)
+MODULE_BODY = "<module>"
 
 
 class _Analysis:
@@ -168,6 +171,8 @@ class _Analysis:
         self.modules = modules
         self.params: dict[FunctionKey, dict[str, set]] = defaultdict(lambda: defaultdict(set))
         self.returns: dict[FunctionKey, set] = defaultdict(set)
+        # self.<name> bound to a client in one method is that client in every method of the class.
+        self.attributes: dict[FunctionKey, dict[str, set]] = defaultdict(lambda: defaultdict(set))
 
     def run(self) -> Walk:
         while True:
@@ -184,6 +189,7 @@ class _Analysis:
         return (
             {k: {p: frozenset(v) for p, v in params.items()} for k, params in self.params.items()},
             {k: frozenset(v) for k, v in self.returns.items()},
+            {k: {a: frozenset(v) for a, v in attrs.items()} for k, attrs in self.attributes.items()},
         )
 
     def resolve_function(self, module: Module, func: ast.expr) -> FunctionKey | None:
@@ -204,6 +210,10 @@ class _FunctionWalk:
         self.key: FunctionKey = (module.name, name)
         self.clients: dict[str, set] = {p: set(b) for p, b in analysis.params[self.key].items()}
         self.sessions: set[str] = set()  # names bound to a boto3 Session of our own identity
+        self.class_key: FunctionKey | None = (module.name, name.split(".")[0]) if "." in name else None
+        if self.class_key:
+            for attribute, found in analysis.attributes[self.class_key].items():
+                self.clients.setdefault(attribute, set()).update(found)
 
     def where(self, node: ast.AST) -> str:
         return f"{self.module.path}:{node.lineno}"
@@ -233,6 +243,8 @@ class _FunctionWalk:
         found = self.client_of(value)
         if found:
             self.clients.setdefault(name, set()).update(found)
+            if self.class_key and name.startswith("self."):
+                self.analysis.attributes[self.class_key][name] |= found
 
     def client_of(self, expr: ast.expr) -> set:
         """The (identity, service) pairs an expression may be a client of."""

@@ -109,6 +109,25 @@ def test_a_new_aws_call_fails_the_check_and_says_how_to_regenerate(tmp_path):
     assert f"Regenerate the policies with: {REGENERATE}" in result.stderr
 
 
+def test_clients_kept_on_an_object_or_made_at_import_are_seen_too(tmp_path):
+    root = copy_product(tmp_path)
+    (root / "training" / "artifacts.py").write_text(
+        "import boto3\n\n"
+        "LOGS = boto3.client('logs')\n"
+        "LOGS.describe_log_groups()\n\n"
+        "class Store:\n"
+        "    def __init__(self, cloud):\n"
+        "        self.s3 = cloud.client('s3')\n\n"
+        "    def put(self, key):\n"
+        "        self.s3.get_object(Bucket='is-x', Key=key)\n"
+    )
+    found = {(c.identity, c.service, c.operation) for c in discover(root).calls}
+    assert (TEAM, "s3", "GetObject") in found
+    assert (CONTROL_PLANE, "logs", "DescribeLogGroups") in found
+    result = run_check(root)
+    assert result.returncode == 1 and "logs:DescribeLogGroups run as the instance's own role" in result.stderr
+
+
 def test_a_call_the_walk_cannot_read_fails_the_check_with_its_place(tmp_path):
     root = copy_product(tmp_path)
     (root / "clusters" / "dynamic.py").write_text(
