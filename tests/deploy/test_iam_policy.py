@@ -15,6 +15,7 @@ import pytest
 
 from deploy import iam_policy
 from deploy.iam_actions import CONTROL_PLANE, PRODUCT_PACKAGES, REGENERATE, ROOT, TEAM, discover
+from tests.deploy.policies import actions_of, policy_statements
 
 READS = ("Describe", "List", "Get", "Search", "BatchGet")
 
@@ -22,26 +23,6 @@ READS = ("Describe", "List", "Get", "Search", "BatchGet")
 @pytest.fixture(scope="module")
 def walk():
     return discover()
-
-
-def policy_statements(template: dict, role: str, policy: str) -> list[dict]:
-    """The statements of one inline policy, with Fn::If statements taken as included."""
-    role_properties = template["Resources"][role]["Properties"]
-    document = next(p for p in role_properties["Policies"] if p["PolicyName"] == policy)["PolicyDocument"]
-    statements = []
-    for statement in document["Statement"]:
-        if "Fn::If" in statement:
-            statement = statement["Fn::If"][1]
-        statements.append(statement)
-    return statements
-
-
-def actions_of(statements: list[dict]) -> set[str]:
-    found = set()
-    for statement in statements:
-        action = statement["Action"]
-        found |= {action} if isinstance(action, str) else set(action)
-    return found
 
 
 def test_the_walk_resolves_every_aws_call_of_the_product(walk):

@@ -22,8 +22,8 @@ import pytest
 
 from deploy import iam_policy
 from deploy.iam_actions import CONTROL_PLANE, TEAM, discover
+from tests.deploy.policies import actions_of
 from tests.deploy.processes import ROOT
-from tests.deploy.test_iam_policy import actions_of
 
 REGION = "us-west-2"
 AL2023 = "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64"
