@@ -31,6 +31,7 @@ test: install
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/cfn-lint deploy/cloudformation/*.yaml deploy/instantstart-role.yaml
 
 format: install
 	$(VENV)/bin/ruff format .

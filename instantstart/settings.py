@@ -3,7 +3,11 @@
 Three modes (INSTANTSTART_MODE):
 - ``standalone`` (default; ``make run``): SQLite under ``var/``, a file-system Celery broker under
   ``var/``, an in-memory channel layer, the sandbox cloud. No external service.
-- ``production``: PostgreSQL from DATABASE_URL, Redis from REDIS_URL, SECRET_KEY required, no debug.
+- ``production``: PostgreSQL from DATABASE_URL, Redis from REDIS_URL, SECRET_KEY required, no debug,
+  HTTPS behind a TLS-terminating proxy (``manage.py check --deploy`` is clean with the defaults).
+  The container's all-in-one command (``python -m instantstart.allinone``, which sets
+  INSTANTSTART_ALL_IN_ONE) may instead keep SQLite, the file broker and a generated secret key on
+  its volume, as standalone does; separately scaled web/worker/beat processes never do.
 - ``test`` (``make test``): PostgreSQL and Redis on 127.0.0.1.
 """
 
@@ -20,8 +24,13 @@ from .envvars import env_bool, env_choice, env_float, env_int, env_list, env_str
 BASE_DIR = Path(__file__).resolve().parent.parent
 MODE = env_choice("INSTANTSTART_MODE", "standalone", ("standalone", "production", "test"))
 VAR_DIR = Path(env_str("INSTANTSTART_VAR_DIR", str(BASE_DIR / "var")))
+# One process tree that owns its state directory: standalone, or the container's all-in-one
+# command. Only such a tree may fall back to SQLite and the file broker: two scaled web
+# containers each with a SQLite file of their own would silently split the data.
+ALL_IN_ONE = MODE == "production" and env_bool("INSTANTSTART_ALL_IN_ONE", False)
+LOCAL_STATE = MODE == "standalone" or ALL_IN_ONE
 
-if MODE == "standalone":
+if LOCAL_STATE:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 
@@ -34,14 +43,20 @@ def _standalone_secret_key() -> str:
     return path.read_text().strip()
 
 
+# Health probes (the container's HEALTHCHECK, compose, a load balancer, the stack's cfn-signal) and
+# an SSM port-forwarding session reach the app as localhost; a URL built for these names points
+# at the caller's own machine, never at a host an attacker controls.
+LOOPBACK_HOSTS = ["localhost", "127.0.0.1", "[::1]"]
+
 if MODE == "production":
-    SECRET_KEY = env_str("SECRET_KEY", required=True)
+    SECRET_KEY = env_str("SECRET_KEY", required=not ALL_IN_ONE) or _standalone_secret_key()
     DEBUG = env_bool("DEBUG", False)
     if DEBUG:
         raise ImproperlyConfigured("DEBUG must be off in production mode")
     ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", [])
-    if not ALLOWED_HOSTS:
+    if not ALLOWED_HOSTS and not ALL_IN_ONE:  # all-in-one alone may be reached on loopback only
         raise ImproperlyConfigured("ALLOWED_HOSTS must be set in production mode")
+    ALLOWED_HOSTS += [host for host in LOOPBACK_HOSTS if host not in ALLOWED_HOSTS]
 elif MODE == "test":
     SECRET_KEY = "test-only-insecure-key"
     DEBUG = False
@@ -51,7 +66,20 @@ else:
     DEBUG = env_bool("DEBUG", True)
     ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 
-CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+def _https_origins(hosts: list[str]) -> list[str]:
+    """The HTTPS origins of the served names (`.example.com` → `https://*.example.com`)."""
+    origins = []
+    for host in hosts:
+        if host in LOOPBACK_HOSTS or host == "*":
+            continue  # loopback is same-origin through a port forward; "*" is no origin
+        origins.append(f"https://*{host}" if host.startswith(".") else f"https://{host}")
+    return origins
+
+
+# Behind a proxy that rewrites Host, the browser's Origin is the public name: trust exactly the
+# names the site answers to, over HTTPS, unless told otherwise.
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", _https_origins(ALLOWED_HOSTS) if MODE == "production" else [])
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -105,7 +133,7 @@ TEMPLATES = [
 ]
 
 # --- database -------------------------------------------------------------------------------
-if MODE == "standalone" and not env_str("DATABASE_URL"):
+if LOCAL_STATE and not env_str("DATABASE_URL"):
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
@@ -128,14 +156,14 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 REDIS_URL = env_str(
     "REDIS_URL",
     "redis://127.0.0.1:6379/0" if MODE == "test" else None,
-    required=MODE == "production",
+    required=MODE == "production" and not ALL_IN_ONE,
 )
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}}
 else:
-    # Standalone: a broker that is just folders, so web server and worker (separate processes of
-    # `make run`) share it with no service running.
+    # Standalone and all-in-one: a broker that is just folders, so web server and worker (separate
+    # processes of one tree) share it with no service running.
     BROKER_DIR = VAR_DIR / "broker"
     for sub in ("queue", "processed", "control"):
         (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
@@ -230,6 +258,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    # Operations and their phases share one set of statuses: name it, rather than a hash
+    # (`check --deploy` reports an unnamed collision).
+    "ENUM_NAME_OVERRIDES": {"OperationStatusEnum": "instantstart.operations.models.OperationStatus"},
     "SERVE_AUTHENTICATION": [],
 }
 
@@ -249,8 +280,22 @@ STATICFILES_DIRS = [BASE_DIR / "instantstart" / "static"]
 WHITENOISE_USE_FINDERS = MODE != "production"
 WHITENOISE_AUTOREFRESH = MODE == "standalone"
 
+# --- production: HTTPS, behind a TLS-terminating proxy --------------------------------------
 SESSION_COOKIE_SECURE = MODE == "production"
 CSRF_COOKIE_SECURE = MODE == "production"
+if MODE == "production":
+    # The proxy terminates TLS and says so in X-Forwarded-Proto. The app's port must be reachable
+    # only through that proxy (compose publishes only the proxy; the stack listens on loopback).
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    # Off only where the transport is encrypted without TLS at the app's proxy: the stack's SSM
+    # port-forwarding session ends on the instance's loopback, where nothing is in the clear.
+    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    # Probes ask over plain HTTP from the host itself; a redirect would read as "unhealthy".
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+    # Browsers keep HTTPS-only for a year; the header is sent only on HTTPS responses.
+    SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000, minimum=0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
 
 LOGGING = {
     "version": 1,

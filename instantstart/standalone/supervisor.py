@@ -36,8 +36,11 @@ class Supervisor:
         settings.SANDBOX_AWS_ENDPOINT = endpoint
         log.info("sandbox cloud at %s (state in %s, speedup %s)", endpoint, state_dir, speedup)
 
-    def start_worker(self) -> None:
+    def start_worker(self, *, hostname: str = "standalone@%h", log_to_file: bool = True) -> None:
+        """The Celery worker child; its output goes to var/worker.log, or (in a container, whose
+        log is its standard output) to this process's own output."""
         log_path = self.var_dir / "worker.log"
+        output = open(log_path, "a") if log_to_file else None  # noqa: SIM115 - owned by the child for its whole life
         self.worker = subprocess.Popen(
             [
                 sys.executable,
@@ -55,13 +58,13 @@ class Supervisor:
                 "--without-gossip",
                 "--without-mingle",
                 "--hostname",
-                "standalone@%h",
+                hostname,
             ],
             env={**os.environ},
-            stdout=open(log_path, "a"),  # noqa: SIM115 - owned by the child for its whole life
-            stderr=subprocess.STDOUT,
+            stdout=output,
+            stderr=subprocess.STDOUT if output else None,
         )
-        log.info("celery worker started (pid %s, log %s)", self.worker.pid, log_path)
+        log.info("celery worker started (pid %s, log %s)", self.worker.pid, log_path if output else "stdout")
 
     def start_sweep(self, interval: float) -> None:
         def loop() -> None:

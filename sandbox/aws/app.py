@@ -44,6 +44,7 @@ class AwsApp:
 
         # importing the extension modules registers their handlers
         from sandbox.aws import (  # noqa: F401
+            cloudformation_ext,
             ec2_ext,
             eks_access,
             eks_addons,

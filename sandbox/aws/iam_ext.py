@@ -12,7 +12,7 @@ import json
 import re
 from functools import lru_cache
 from typing import Any
-from urllib.parse import parse_qs, unquote
+from urllib.parse import unquote
 
 from sandbox.aws.handlers import Ctx, handles
 
@@ -66,11 +66,4 @@ def _seed_from(ctx: Ctx, text: str) -> None:
 )
 def iam_policy_arn(ctx: Ctx) -> None:
     _seed_from(ctx, unquote(ctx.req.body.decode("utf-8", "replace")))
-    return None
-
-
-@handles("cloudformation", "CreateStack", "UpdateStack", "CreateChangeSet")
-def cfn_templates(ctx: Ctx) -> None:
-    form = parse_qs(ctx.req.body.decode("utf-8", "replace"))
-    _seed_from(ctx, " ".join(form.get("TemplateBody", [])))
     return None
