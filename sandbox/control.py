@@ -7,6 +7,8 @@ GET    /_sandbox/faults                       -> {"faults": [{"id": 1, "kind": "
 POST   /_sandbox/faults   {fault} | [{fault}] -> {"faults": [added...]}   (400 {"error"} when invalid)
 DELETE /_sandbox/faults[/ID]                  -> {"faults": [remaining...]}
 POST   /_sandbox/quotas   {"account", "service", "quota_code", "value", "region"?} -> {"ok": true}
+POST   /_sandbox/accounts/ID/control-plane-role {"external_id": str|null, "principal_account"?}
+                                              -> {"role_arn"}  (re)deploy deploy/instantstart-role.yaml there
 POST   /_sandbox/speedup  {"speedup": N}      -> {"speedup": N}
 POST   /_sandbox/advance  {"seconds": N}?     -> {"moved": timers}  skip N real-world seconds (all if absent)
 POST   /_sandbox/save                         -> {"ok": true}
@@ -20,6 +22,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from sandbox.faults import FaultError
+
+# where callers with credentials moto does not know (the control plane's own) land: the principal
+# the control-plane role trusts
+DEFAULT_ACCOUNT = "123456789012"
 
 if TYPE_CHECKING:
     from sandbox.server import Sandbox
@@ -85,6 +91,17 @@ class ControlApp:
                     float(body["value"]),
                 )
             return 200, {"ok": True}
+        if head == "accounts" and len(parts) == 3 and parts[2] == "control-plane-role" and method == "POST":
+            from sandbox.aws.sts_trust import CONTROL_PLANE_ROLE, deploy_control_plane_role
+
+            account = parts[1]
+            if not account.isdigit() or len(account) != 12:
+                raise ValueError(f"{account!r} is not a 12-digit account id")
+            with world.lock:
+                deploy_control_plane_role(
+                    world, account, str(body.get("principal_account") or DEFAULT_ACCOUNT), body.get("external_id")
+                )
+            return 200, {"role_arn": f"arn:aws:iam::{account}:role/{CONTROL_PLANE_ROLE}"}
         if head == "speedup" and method == "POST":
             world.speedup = float(body["speedup"])
             if sb.kube is not None and hasattr(sb.kube, "speedup"):

@@ -4,6 +4,9 @@
     /_sandbox/...                          -> ControlApp (sandbox/control.py)
     everything else                        -> AwsApp: moto + our extensions (sandbox/aws)
 
+and one more port per EKS cluster, serving that cluster's Kubernetes API at its root (the EKS
+endpoint; sandbox/endpoints.py). Ports stay the same across restarts with the same state dir.
+
 Only one Sandbox may run per process at a time: moto keeps its backends in module globals.
 """
 
@@ -19,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from sandbox.control import ControlApp
+from sandbox.endpoints import Endpoints, serve_on
 from sandbox.faults import Faults
+from sandbox.isolation import Contained
 
 log = logging.getLogger("sandbox")
 
@@ -112,6 +117,9 @@ class Sandbox:
         self._last_save = 0.0
         self._last_kube_save = 0.0
         self.aws_endpoint = ""
+        self.endpoints: Endpoints | None = None
+        # failures of the controller loop, contained per cluster and logged once per change
+        self.contained: Contained = self.world.contained
 
     @property
     def faults(self) -> Faults:
@@ -121,7 +129,6 @@ class Sandbox:
     def start(self) -> Sandbox:
         from moto.core.base_backend import BackendDict
         from moto.moto_server.werkzeug_app import MotoRequestHandler
-        from werkzeug.serving import make_server
 
         from sandbox.aws.app import AwsApp
 
@@ -132,14 +139,14 @@ class Sandbox:
             )
         Sandbox._running = self
         try:
-            self._start(BackendDict, MotoRequestHandler, make_server, AwsApp)
+            self._start(BackendDict, MotoRequestHandler, AwsApp)
         except BaseException:
             self._stop_mlflow()
             Sandbox._running = None
             raise
         return self
 
-    def _start(self, BackendDict: Any, MotoRequestHandler: Any, make_server: Any, AwsApp: Any) -> None:  # noqa: N803
+    def _start(self, BackendDict: Any, MotoRequestHandler: Any, AwsApp: Any) -> None:  # noqa: N803
         os.environ.pop("MOTO_ACCOUNT_ID", None)  # would pin every request to one account
         BackendDict.reset()  # moto state is process-global: start from the snapshot (or empty)
         from sandbox.aws.app import _ACCOUNT_OF
@@ -168,10 +175,13 @@ class Sandbox:
             def log_request(self, *a: Any, **k: Any) -> None:
                 pass
 
-        self._server = make_server("127.0.0.1", self.port, self._wsgi, threaded=True, request_handler=_Quiet)
+        self.endpoints = Endpoints(self.state_dir, self._cluster_app)
+        self._server = serve_on(self.endpoints.main_socket(self.port), self._wsgi, _Quiet)
         self.port = self._server.server_port
+        self.endpoints.record_main(self.port)
         self.aws_endpoint = f"http://127.0.0.1:{self.port}"
         self.world.base_url = self.aws_endpoint
+        self.world.endpoint_of = self.endpoints.endpoint
         self._refresh_endpoints()
         self._stop.clear()
         serve = lambda: self._server.serve_forever(poll_interval=0.05)  # noqa: E731 (quick stop())
@@ -192,6 +202,9 @@ class Sandbox:
         self._threads.clear()
         self._server.server_close()
         self._server = None
+        if self.endpoints is not None:
+            self.endpoints.close()
+        self.world.endpoint_of = None
         try:
             self.save()
         finally:
@@ -224,6 +237,16 @@ class Sandbox:
         }
 
     # ---- HTTP ---------------------------------------------------------------------------------
+    def _cluster_app(self, key: str) -> Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]:
+        """The WSGI app behind a cluster's own port: its API at the root, as at an EKS endpoint."""
+        prefix = f"/k8s/{key}"
+
+        def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+            environ["PATH_INFO"] = prefix + (environ.get("PATH_INFO") or "")
+            return self.kube.wsgi(environ, start_response)
+
+        return app
+
     def _wsgi(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
         if path.startswith("/k8s/"):
@@ -236,40 +259,55 @@ class Sandbox:
     def _loop(self) -> None:
         from sandbox.aws import lifecycle
 
+        # Each stage is contained on its own (and, inside, per cluster and per object): a bad record
+        # in one account must not stop the clusters of every other team.
         while not self._stop.wait(TICK):
-            try:
-                plan = lifecycle.tick(self.world)
+            plan = self.contained.run(("aws",), lifecycle.tick, self.world)
+            if plan is not None:
                 self._apply(plan)
-                self.kube.tick()
-                now = time.monotonic()
-                if self.state_dir and self.world.dirty and now - self._last_save >= SAVE_EVERY:
-                    self._last_save = now
-                    self.world.save()
-                if self.state_dir and now - self._last_kube_save >= 5.0:
-                    self._last_kube_save = now
-                    self.kube.save()
-            except Exception:
-                log.error("sandbox controller tick failed\n%s", traceback.format_exc())
+            self.contained.run(("kube",), self.kube.tick)
+            self.contained.run(("save",), self._save_due)
+
+    def _save_due(self) -> None:
+        now = time.monotonic()
+        if self.state_dir and self.world.dirty and now - self._last_save >= SAVE_EVERY:
+            self._last_save = now
+            self.world.save()
+        if self.state_dir and now - self._last_kube_save >= 5.0:
+            self._last_kube_save = now
+            self.kube.save()
 
     def _apply(self, plan: list[Any]) -> None:
         keys = set()
         reports = {}
         for kc in plan:
             keys.add(kc.key)
-            self.kube.ensure_cluster(kc.key, kc.version)
-            self.kube.sync_nodes(kc.key, kc.nodes)
-            self.kube.set_addons(kc.key, kc.addons)
-            self.kube.set_autoscaling(kc.key, kc.autoscaling)
-            report = self.kube.report(kc.key)
+            report = self.contained.run(("apply", kc.key), self._apply_one, kc)
             if report is not None:
                 reports[kc.key] = report
         self.world.kube_reports = reports  # read by the next AWS tick (CONTRACT.md)
         for gone in self._known_kube - keys:
             self.kube.drop_cluster(gone)
+            if self.endpoints is not None:
+                self.endpoints.drop(gone)
         self._known_kube = keys
 
+    def _apply_one(self, kc: Any) -> dict[str, Any] | None:
+        """One cluster's picture applied to the Kubernetes half; its report back."""
+        self.kube.ensure_cluster(kc.key, kc.version)
+        # a part the AWS side could not compute this tick (kc.stale) stays as it is
+        if "nodes" not in kc.stale:
+            self.kube.sync_nodes(kc.key, kc.nodes)
+        if "addons" not in kc.stale:
+            self.kube.set_addons(kc.key, kc.addons)
+        if "autoscaling" not in kc.stale:
+            self.kube.set_autoscaling(kc.key, kc.autoscaling)
+        return self.kube.report(kc.key)
+
     def _refresh_endpoints(self) -> None:
-        """Endpoints stored before a restart point at the old port: rewrite them to this one."""
+        """Listen again for every cluster that has an endpoint: on its recorded port when free (so
+        endpoints recorded before the restart keep working), else on a new one that DescribeCluster
+        then reports. Endpoints of the old `/k8s/` form are moved to a port of their own."""
         from moto.eks.models import eks_backends
 
         from sandbox.aws.eks_clusters import kube_endpoint
@@ -278,7 +316,7 @@ class Sandbox:
             for account, asb in list(eks_backends.items()):
                 for region, backend in list(asb.items()):
                     for name, c in backend.clusters.items():
-                        if c.endpoint and "/k8s/" in str(c.endpoint):
+                        if c.endpoint:
                             c.endpoint = kube_endpoint(self.world, account, region, name)
 
     # ---- MLflow ---------------------------------------------------------------------------------

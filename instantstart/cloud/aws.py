@@ -2,14 +2,18 @@
 
 A team's calls run with credentials from assuming the team's role: in AWS, the role ARN and
 external ID of its settings; in the sandbox, the InstantStartControlPlane role of the team's own
-emulated account, through the sandbox endpoint. The code that uses the clients is the same.
+emulated account, through the sandbox endpoint, with the team's external ID when it set one (the
+sandbox enforces the role's trust policy as AWS does). The code that uses the clients is the same.
 """
 
 from __future__ import annotations
 
 import functools
+import json
+import logging
 import threading
 import time
+import urllib.request
 from dataclasses import dataclass
 
 import boto3
@@ -18,6 +22,8 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from instantstart.tenancy.models import Cloud, Team
+
+log = logging.getLogger(__name__)
 
 ROLE_NAME = "InstantStartControlPlane"
 # Assumed-role credentials are reused until this long before they expire.
@@ -96,8 +102,30 @@ def sandbox_endpoint() -> str:
 def role_for(team: Team) -> tuple[str, str | None, str | None]:
     """(role ARN, external ID, endpoint) that the team's calls go through."""
     if team.cloud == Cloud.SANDBOX:
-        return f"arn:aws:iam::{team.sandbox_account_id}:role/{ROLE_NAME}", None, sandbox_endpoint()
+        role = f"arn:aws:iam::{team.sandbox_account_id}:role/{ROLE_NAME}"
+        return role, team.aws_external_id or None, sandbox_endpoint()
     return team.aws_role_arn, team.aws_external_id or None, None
+
+
+def deploy_sandbox_role(team: Team) -> None:
+    """A sandbox team's role, redeployed with the team's (new) external ID in its trust policy.
+
+    In AWS the platform engineer deploys deploy/instantstart-role.yaml with the ExternalId the team
+    settings carry; in the sandbox nobody else can, so the control plane does it when the setting
+    changes. The sandbox deploys the role by itself on the first AssumeRole into an account, with
+    the external ID that call presents."""
+    if team.cloud != Cloud.SANDBOX or not settings.SANDBOX_AWS_ENDPOINT:
+        return
+    url = f"{settings.SANDBOX_AWS_ENDPOINT}/_sandbox/accounts/{team.sandbox_account_id}/control-plane-role"
+    body = json.dumps({"external_id": team.aws_external_id or None}).encode()
+    request = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10):
+            pass
+    except OSError:
+        # the setting is saved; AssumeRole then answers AccessDenied until the role is redeployed
+        log.warning("could not redeploy the sandbox role of team %s with its external ID", team.slug, exc_info=True)
+    forget_credentials(team)
 
 
 def team_cloud(team: Team, region: str | None = None) -> TeamCloud:

@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
+from instantstart.cloud.aws import deploy_sandbox_role
 from instantstart.errors import StateConflict
 from instantstart.operations.audit import record_audit
 
@@ -21,12 +22,15 @@ class LastAdminError(StateConflict):
 
 
 def update_team(*, access: Access, team: Team, changes: dict) -> Team:
-    """Change team and cloud settings."""
+    """Change team and cloud settings. A sandbox team's new external ID goes into its role's trust
+    policy too (what the platform engineer does in AWS)."""
     with transaction.atomic():
         for field, value in changes.items():
             setattr(team, field, value)
         team.save()
         record_audit(access=access, action="team.update", target=team, summary=changes)
+        if {"aws_external_id", "cloud"} & set(changes):
+            transaction.on_commit(lambda: deploy_sandbox_role(team))
     return team
 
 

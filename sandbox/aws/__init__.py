@@ -13,5 +13,9 @@ hyperpod/              HyperPod clusters, nodes, node batch operations, events (
 sagemaker_misc.py      training plans, tags of our resources
 sagemaker_mlflow.py    MLflow tracking servers and Apps, each a real `mlflow server` (sandbox/mlflow_server.py)
 quotas.py              Service Quotas values      iam_ext.py  AWS-managed policies on demand
-ec2_ext.py             NAT gateway and FSx timing  instance_types.py  GPU/EFA/CPU facts
+ec2_ext.py             NAT gateway and FSx timing, Elastic IPs from documentation ranges
+addresses.py           node and pod addresses from the subnets (ENIs, the VPC CNI's pools)
+constraints.py         the model's server-side input constraints (ValidationException)
+sts_trust.py           AssumeRole against the role's trust policy (sts:ExternalId)
+instance_types.py      GPU/EFA/CPU facts
 """

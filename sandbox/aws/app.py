@@ -56,6 +56,7 @@ class AwsApp:
             quotas,
             sagemaker_misc,
             sagemaker_mlflow,
+            sts_trust,
         )
 
         self.world = world

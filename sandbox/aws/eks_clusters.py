@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from sandbox.aws.addresses import release_nodegroup
 from sandbox.aws.eks_records import ensure_creator_entry
 from sandbox.aws.eks_update_log import record_update, view
 from sandbox.aws.handlers import Ctx, handles
@@ -43,7 +44,12 @@ def require_active_cluster(ctx: Ctx, name: str) -> Any:
 
 
 def kube_endpoint(world: World, account: str, region: str, name: str) -> str:
-    return f"{world.base_url}/k8s/{account}/{region}/{name}"
+    """The cluster's API server at the root of a loopback port of its own (sandbox/endpoints.py);
+    the path form on the main port where no Sandbox server hands out ports (bare World in tools)."""
+    key = f"{account}/{region}/{name}"
+    if world.endpoint_of is not None:
+        return world.endpoint_of(key)
+    return f"{world.base_url}/k8s/{key}"
 
 
 def _caller_role_arn(ctx: Ctx) -> str | None:
@@ -296,6 +302,7 @@ def tick_eks(world: World) -> None:
                 ng.status = "ACTIVE"
                 m["phase"] = "ACTIVE"
             elif phase == "DELETING":
+                release_nodegroup(world, account, region, ng.arn)
                 cluster.nodegroups.pop(ng_name, None)
                 cluster.nodegroup_count = max(0, cluster.nodegroup_count - 1)
                 meta.pop(key, None)

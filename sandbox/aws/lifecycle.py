@@ -1,13 +1,18 @@
 """The controller tick of the AWS half: advance every timed transition (acting on what the Kubernetes
 half last reported, see CONTRACT.md), then describe what the Kubernetes half should look like
-(clusters, nodes, running add-ons with their configuration, autoscaled HyperPod groups)."""
+(clusters, nodes, running add-ons with their configuration, autoscaled HyperPod groups).
+
+Every part is contained (sandbox/isolation.py): a service whose tick raises does not hold up the
+others, and a part of a cluster's picture that cannot be computed is marked stale (its Kubernetes
+side stays as it is) while every other cluster moves on.
+"""
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from sandbox.aws.addresses import nodegroup_addresses
 from sandbox.aws.ec2_ext import tick_ec2
 from sandbox.aws.eks_addons import kube_addons, tick_addons
 from sandbox.aws.eks_clusters import active_clusters, eks_backend, subnet_zone, tick_eks
@@ -29,30 +34,42 @@ class KubeCluster:
     nodes: list[dict[str, Any]] = field(default_factory=list)
     addons: dict[str, dict[str, Any] | None] = field(default_factory=dict)  # name -> configuration values
     autoscaling: dict[str, dict[str, Any]] | None = None  # managed Karpenter's instance groups
+    stale: set[str] = field(default_factory=set)  # parts not computed this tick: left as they are
+
+
+_TICKS = (tick_eks, tick_addons, tick_updates, tick_hyperpod, tick_autoscaling, tick_misc, tick_mlflow, tick_ec2)
 
 
 def tick(world: World) -> list[KubeCluster]:
+    contained = world.contained
     with world.lock:
-        tick_eks(world)
-        tick_addons(world)
-        tick_updates(world)
-        tick_hyperpod(world)
-        tick_autoscaling(world)
-        tick_misc(world)
-        tick_mlflow(world)
-        tick_ec2(world)
+        for fn in _TICKS:
+            contained.run(("tick", fn.__name__), fn, world)
         plan = []
         for account, region, name, version in active_clusters(world):
+            key = f"{account}/{region}/{name}"
             arn = f"arn:aws:eks:{region}:{account}:cluster/{name}"
-            kc = KubeCluster(f"{account}/{region}/{name}", version)
-            kc.nodes = kube_nodes(world, account, region, arn) + nodegroup_nodes(account, region, name)
-            kc.addons = kube_addons(world, account, region, name)
-            kc.autoscaling = kube_groups(world, account, region, arn)
+            kc = KubeCluster(key, version)
+            parts = (
+                ("nodes", _nodes_of, (world, account, region, name, arn)),
+                ("addons", kube_addons, (world, account, region, name)),
+                ("autoscaling", kube_groups, (world, account, region, arn)),
+            )
+            for part, fn, args in parts:
+                value = contained.run(("plan", part, key), fn, *args)
+                if contained.failing(("plan", part, key)):
+                    kc.stale.add(part)
+                else:
+                    setattr(kc, part, value)
             plan.append(kc)
         return plan
 
 
-def nodegroup_nodes(account: str, region: str, cluster_name: str) -> list[dict[str, Any]]:
+def _nodes_of(world: World, account: str, region: str, name: str, arn: str) -> list[dict[str, Any]]:
+    return kube_nodes(world, account, region, arn) + nodegroup_nodes(world, account, region, name)
+
+
+def nodegroup_nodes(world: World, account: str, region: str, cluster_name: str) -> list[dict[str, Any]]:
     cluster = eks_backend(account, region).clusters.get(cluster_name)
     out: list[dict[str, Any]] = []
     if cluster is None:
@@ -62,13 +79,12 @@ def nodegroup_nodes(account: str, region: str, cluster_name: str) -> list[dict[s
             continue
         desired = int((ng.scaling_config or {}).get("desiredSize", 0))
         itype = (ng.instance_types or ["t3.medium"])[0]
-        subnets = ng.subnets or [""]
+        subnets = list(ng.subnets or [])
         hw = hardware(itype)
-        for i in range(desired):
-            h = hashlib.sha256(f"{ng.arn}/{i}".encode()).hexdigest()
-            ip = f"10.0.{int(h[:2], 16)}.{int(h[2:4], 16)}"
-            subnet = subnets[i % len(subnets)]
+        for addr in nodegroup_addresses(world, account, region, ng, itype, subnets, desired):
+            subnet = addr["subnet"]
             zone = subnet_zone(account, region, subnet) if subnet else f"{region}a"
+            ip = addr["ip"]
             labels = dict(ng.labels or {})
             labels.update(
                 {
@@ -82,7 +98,8 @@ def nodegroup_nodes(account: str, region: str, cluster_name: str) -> list[dict[s
             out.append(
                 {
                     "name": f"ip-{ip.replace('.', '-')}.{region}.compute.internal",
-                    "instance_id": "i-" + h[4:21],
+                    "instance_id": addr["instance_id"],
+                    **addr["kube"],
                     "instance_group": ng.nodegroup_name,
                     "instance_type": itype,
                     "zone": zone,

@@ -139,6 +139,15 @@ def list_quotas(ctx: Ctx) -> Response | None:
     return ctx.ok(out)
 
 
+def quota_value(world: Any, account: str, region: str, service: str, name: str) -> float | None:
+    """The applied value of the quota with this name (the account's override, else the default);
+    None when the sandbox lists no such quota."""
+    for code, quota_name, value in _CATALOG.get(service, ("", []))[1]:
+        if quota_name == name:
+            return float(world.table("quota_overrides", account, region).get(f"{service}/{code}", value))
+    return None
+
+
 def set_quota(world: Any, account: str, region: str, service: str, code: str, value: float) -> None:
     """Test hook (control API): change a quota's value for one account."""
     world.table("quota_overrides", account, region)[f"{service}/{code}"] = float(value)

@@ -17,10 +17,12 @@ import string
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from sandbox.faults import Faults
+from sandbox.isolation import Contained
 
 log = logging.getLogger("sandbox.aws")
 
@@ -68,6 +70,10 @@ class World:
         self.region = region
         self.state_dir = Path(state_dir) if state_dir else None
         self.base_url = ""  # "http://127.0.0.1:PORT", set once the server is bound
+        # cluster key -> its API server's endpoint (a port of its own), set by the running Sandbox
+        self.endpoint_of: Callable[[str], str] | None = None
+        # EKS cluster ARN -> instance id -> the node dict last handed to the Kubernetes half
+        self.node_views: dict[str, dict[str, dict[str, Any]]] = {}
         self.faults = Faults()
         self.calls: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
         self.calls_lock = threading.Lock()
@@ -76,8 +82,10 @@ class World:
         self.dirty = False
         self._unpicklable_warned: set[str] = set()
         # What the Kubernetes half last observed per cluster ("{account}/{region}/{cluster}" -> report,
-        # see CONTRACT.md); written by the server after each tick, never persisted.
+        # see CONTRACT.md; pod_ip_demand among it); written by the server after each tick, never persisted.
         self.kube_reports: dict[str, dict[str, Any]] = {}
+        # failures of the controller tick, contained per account/cluster and logged once per change
+        self.contained = Contained(log)
 
     # ---- time -------------------------------------------------------------------------------
     def now(self) -> float:

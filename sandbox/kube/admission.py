@@ -8,10 +8,12 @@ Service clusterIP, Job selector/labels, ...), and schema validation + pruning of
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from typing import TYPE_CHECKING, Any
 
 from .errors import ApiError, cause, invalid
+from .names import DNS1123_LABEL, DNS1123_SUBDOMAIN, label_value_errors, qualified_name_errors
 from .quantity import is_quantity
 from .schema import apply_defaults, prune
 from .util import clone
@@ -22,9 +24,6 @@ if TYPE_CHECKING:
 
 Obj = dict[str, Any]
 
-DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 # kinds whose names must be DNS-1123 labels (they become DNS names / hostnames)
 LABEL_NAMED = {"Namespace", "Service", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob"}
 
@@ -56,27 +55,79 @@ def _name_causes(kind: str, name: str) -> list[dict[str, str]]:
     return []
 
 
-def _label_causes(meta: Obj) -> list[dict[str, str]]:
+def _q(v: Any) -> str:
+    """A value as Go's field.Invalid prints it (strings quoted)."""
+    return json.dumps(v) if isinstance(v, str) else str(v)
+
+
+def labels_causes(labels: Any, path: str) -> list[dict[str, str]]:
+    """ValidateLabels: every key a qualified name, every value a valid label value."""
+    if not isinstance(labels, dict):
+        return []
     out = []
-    for k, v in (meta.get("labels") or {}).items():
-        if not isinstance(v, str) or len(v) > 63 or not LABEL_VALUE.match(v):
-            out.append(
-                cause(
-                    "metadata.labels",
-                    f'Invalid value: "{v}": a valid label must be an empty string '
-                    "or consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-                    "with an alphanumeric character",
-                )
-            )
-        name = k.split("/")[-1]
-        if not name or len(name) > 63 or not re.match(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$", name):
-            out.append(
-                cause(
-                    "metadata.labels",
-                    f"Invalid value: \"{k}\": name part must consist of alphanumeric characters, '-', '_' or '.'",
-                )
-            )
+    for k, v in labels.items():
+        for msg in qualified_name_errors(str(k)):
+            out.append(cause(path, f"Invalid value: {_q(k)}: {msg}"))
+        if not isinstance(v, str):
+            out.append(cause(path, f"Invalid value: {_q(v)}: must be a string"))
+            continue
+        for msg in label_value_errors(v):
+            out.append(cause(path, f"Invalid value: {_q(v)}: {msg}"))
     return out
+
+
+def _label_causes(meta: Obj) -> list[dict[str, str]]:
+    out = labels_causes(meta.get("labels") or {}, "metadata.labels")
+    # ValidateAnnotations: keys are qualified names (checked lower-cased), values are free
+    for k in meta.get("annotations") or {}:
+        for msg in qualified_name_errors(str(k).lower()):
+            out.append(cause("metadata.annotations", f"Invalid value: {_q(k)}: {msg}"))
+    return out
+
+
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def taints_causes(taints: Any, path: str = "spec.taints") -> list[dict[str, str]]:
+    """validateNodeTaints: key a qualified name, value a label value, a known effect, unique by
+    key and effect."""
+    if not isinstance(taints, list):
+        return []
+    out = []
+    seen: set[tuple[str, str]] = set()
+    for i, t in enumerate(taints):
+        p = f"{path}[{i}]"
+        if not isinstance(t, dict):
+            out.append(cause(p, "Invalid value: must be an object"))
+            continue
+        key, value, effect = str(t.get("key") or ""), t.get("value") or "", t.get("effect") or ""
+        for msg in qualified_name_errors(key):
+            out.append(cause(f"{p}.key", f"Invalid value: {_q(key)}: {msg}"))
+        errs = label_value_errors(str(value))
+        if errs:
+            out.append(cause(f"{p}.value", f"Invalid value: {_q(value)}: {';'.join(errs)}"))
+        if not effect:
+            out.append(cause(f"{p}.effect", "Required value", "FieldValueRequired"))
+        elif effect not in TAINT_EFFECTS:
+            out.append(
+                cause(
+                    f"{p}.effect",
+                    f'Unsupported value: {_q(effect)}: supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"',
+                    "FieldValueNotSupported",
+                )
+            )
+        if (key, effect) in seen:
+            out.append(cause(p, "Duplicate value: taints must be unique by key and effect pair", "FieldValueDuplicate"))
+        seen.add((key, effect))
+    return out
+
+
+def default_class(c: Cluster) -> str | None:
+    """The DefaultStorageClass admission plugin: the class a claim that names none gets."""
+    for sc in c.list("storage.k8s.io/storageclasses"):
+        if (sc["metadata"].get("annotations") or {}).get("storageclass.kubernetes.io/is-default-class") == "true":
+            return sc["metadata"]["name"]
+    return None
 
 
 # ------------------------------------------------------------------ pods
@@ -216,6 +267,7 @@ def _selector_template_causes(obj: Obj, path: str = "spec") -> list[dict[str, st
         out.append(cause(f"{path}.template", "Required value", "FieldValueRequired"))
         return out
     labels = (tpl.get("metadata") or {}).get("labels") or {}
+    out.extend(labels_causes(labels, f"{path}.template.metadata.labels"))
     if sel and (sel.get("matchLabels") or sel.get("matchExpressions")) and not match_label_selector_obj(sel, labels):
         out.append(
             cause(
@@ -312,6 +364,9 @@ def admit(c: Cluster, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
             causes.append(cause("spec.schedule", "Required value", "FieldValueRequired"))
     elif kind == "Service":
         causes += _admit_service(c, obj, old)
+    elif kind == "Node":
+        if isinstance(spec, dict):
+            causes += taints_causes(spec.get("taints"))
     elif kind == "Namespace":
         meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = name
         obj.setdefault("spec", {"finalizers": ["kubernetes"]})
@@ -336,6 +391,18 @@ def admit(c: Cluster, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
     elif kind == "PersistentVolumeClaim":
         if isinstance(spec, dict) and isinstance(spec.get("resources"), dict):
             _quantities_to_strings(spec["resources"])
+        if old is None:
+            obj["status"] = {"phase": "Pending"}
+            if isinstance(spec, dict) and "storageClassName" not in spec:
+                default = default_class(c)
+                if default:
+                    spec["storageClassName"] = default
+            if isinstance(spec, dict):
+                spec.setdefault("volumeMode", "Filesystem")
+    elif kind == "PersistentVolume":
+        if isinstance(spec, dict):
+            spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
+            spec.setdefault("volumeMode", "Filesystem")
         if old is None:
             obj["status"] = {"phase": "Pending"}
     elif kind == "CustomResourceDefinition":
@@ -376,6 +443,7 @@ def _admit_job(obj: Obj, old: Obj | None) -> list[dict[str, str]]:
             )
         default_pod_spec(tspec, restart=rp or "Never")
     out += _pod_spec_causes(tspec, "spec.template.spec")
+    out += labels_causes((tpl.get("metadata") or {}).get("labels"), "spec.template.metadata.labels")
     if old is None:
         uid = obj["metadata"]["uid"]
         name = obj["metadata"]["name"]

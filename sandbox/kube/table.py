@@ -1,4 +1,8 @@
-"""`meta.k8s.io/v1 Table` rendering, which kubectl asks for on `get` (Accept: ...;as=Table)."""
+"""`meta.k8s.io/v1 Table` rendering, which kubectl asks for on `get` (Accept: ...;as=Table).
+
+Columns and cells follow kube-apiserver's printers (pkg/printers/internalversion): the server
+always renders the wide columns (priority 1), and `kubectl get` shows them only with `-o wide`.
+"""
 
 from __future__ import annotations
 
@@ -57,9 +61,26 @@ def _pod_row(o: Obj) -> list[Any]:
         status,
         restarts,
         age(o["metadata"].get("creationTimestamp")),
-        st.get("podIP", "<none>"),
-        (o.get("spec") or {}).get("nodeName", "<none>"),
+        st.get("podIP") or "<none>",
+        (o.get("spec") or {}).get("nodeName") or "<none>",
+        st.get("nominatedNodeName") or "<none>",
+        _readiness_gates(o),
     ]
+
+
+def _readiness_gates(o: Obj) -> str:
+    gates = (o.get("spec") or {}).get("readinessGates") or []
+    if not gates:
+        return "<none>"
+    conds = {c.get("type"): c.get("status") for c in (o.get("status") or {}).get("conditions") or []}
+    return f"{sum(1 for g in gates if conds.get(g.get('conditionType')) == 'True')}/{len(gates)}"
+
+
+def _node_address(o: Obj, kind: str) -> str:
+    for a in (o.get("status") or {}).get("addresses") or []:
+        if a.get("type") == kind:
+            return a.get("address") or "<none>"
+    return "<none>"
 
 
 def _node_row(o: Obj) -> list[Any]:
@@ -68,14 +89,21 @@ def _node_row(o: Obj) -> list[Any]:
     if (o.get("spec") or {}).get("unschedulable"):
         status += ",SchedulingDisabled"
     labels = o["metadata"].get("labels") or {}
-    roles = ",".join(sorted(k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/")))
+    roles = {k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/")}
+    if labels.get("kubernetes.io/role"):
+        roles.add(labels["kubernetes.io/role"])
     info = (o.get("status") or {}).get("nodeInfo") or {}
     return [
         o["metadata"]["name"],
         status,
-        roles or "<none>",
+        ",".join(sorted(r for r in roles if r)) or "<none>",
         age(o["metadata"].get("creationTimestamp")),
         info.get("kubeletVersion", ""),
+        _node_address(o, "InternalIP"),
+        _node_address(o, "ExternalIP"),
+        info.get("osImage") or "<unknown>",
+        info.get("kernelVersion") or "<unknown>",
+        info.get("containerRuntimeVersion") or "<unknown>",
     ]
 
 
@@ -186,13 +214,61 @@ def _cm_row(o: Obj) -> list[Any]:
     ]
 
 
+_MODES = (("ReadWriteOnce", "RWO"), ("ReadOnlyMany", "ROX"), ("ReadWriteMany", "RWX"), ("ReadWriteOncePod", "RWOP"))
+
+
+def _access_modes(modes: list[str] | None) -> str:
+    return ",".join(short for mode, short in _MODES if mode in (modes or []))
+
+
+def _storage_class(o: Obj) -> str:
+    ann = o["metadata"].get("annotations") or {}
+    return ann.get("volume.beta.kubernetes.io/storage-class") or (o.get("spec") or {}).get("storageClassName") or ""
+
+
 def _pvc_row(o: Obj) -> list[Any]:
-    st = o.get("status") or {}
+    st, spec = o.get("status") or {}, o.get("spec") or {}
+    phase = "Terminating" if o["metadata"].get("deletionTimestamp") else st.get("phase", "Pending")
+    bound = bool(spec.get("volumeName"))  # capacity and modes show once a volume is bound
     return [
         o["metadata"]["name"],
-        st.get("phase", "Pending"),
-        (o.get("spec") or {}).get("volumeName", ""),
-        (st.get("capacity") or {}).get("storage", ""),
+        phase,
+        spec.get("volumeName", ""),
+        (st.get("capacity") or {}).get("storage", "") if bound else "",
+        _access_modes(st.get("accessModes")) if bound else "",
+        _storage_class(o),
+        spec.get("volumeAttributesClassName") or "<unset>",
+        age(o["metadata"].get("creationTimestamp")),
+        spec.get("volumeMode") or "<unset>",
+    ]
+
+
+def _pv_row(o: Obj) -> list[Any]:
+    st, spec = o.get("status") or {}, o.get("spec") or {}
+    ref = spec.get("claimRef") or {}
+    return [
+        o["metadata"]["name"],
+        (spec.get("capacity") or {}).get("storage", ""),
+        _access_modes(spec.get("accessModes")),
+        spec.get("persistentVolumeReclaimPolicy", ""),
+        "Terminating" if o["metadata"].get("deletionTimestamp") else st.get("phase", ""),
+        f"{ref.get('namespace', '')}/{ref.get('name', '')}" if ref else "",
+        _storage_class(o),
+        spec.get("volumeAttributesClassName") or "<unset>",
+        st.get("reason", ""),
+        age(o["metadata"].get("creationTimestamp")),
+        spec.get("volumeMode") or "<unset>",
+    ]
+
+
+def _sc_row(o: Obj) -> list[Any]:
+    default = (o["metadata"].get("annotations") or {}).get("storageclass.kubernetes.io/is-default-class") == "true"
+    return [
+        o["metadata"]["name"] + (" (default)" if default else ""),
+        o.get("provisioner", ""),
+        o.get("reclaimPolicy", "Delete"),
+        o.get("volumeBindingMode", "Immediate"),
+        bool(o.get("allowVolumeExpansion", False)),
         age(o["metadata"].get("creationTimestamp")),
     ]
 
@@ -254,10 +330,26 @@ KINDS: dict[str, tuple[list[dict[str, Any]], Any]] = {
             _col("Age"),
             _col("IP", priority=1),
             _col("Node", priority=1),
+            _col("Nominated Node", priority=1),
+            _col("Readiness Gates", priority=1),
         ],
         _pod_row,
     ),
-    "Node": ([_col("Name"), _col("Status"), _col("Roles"), _col("Age"), _col("Version")], _node_row),
+    "Node": (
+        [
+            _col("Name"),
+            _col("Status"),
+            _col("Roles"),
+            _col("Age"),
+            _col("Version"),
+            _col("Internal-IP", priority=1),
+            _col("External-IP", priority=1),
+            _col("OS-Image", priority=1),
+            _col("Kernel-Version", priority=1),
+            _col("Container-Runtime", priority=1),
+        ],
+        _node_row,
+    ),
     "Deployment": (
         [_col("Name"), _col("Ready"), _col("Up-to-date", "integer"), _col("Available", "integer"), _col("Age")],
         _deploy_row,
@@ -287,7 +379,47 @@ KINDS: dict[str, tuple[list[dict[str, Any]], Any]] = {
     "Event": ([_col("Last Seen"), _col("Type"), _col("Reason"), _col("Object"), _col("Message")], _event_row),
     "Namespace": ([_col("Name"), _col("Status"), _col("Age")], _ns_row),
     "ConfigMap": ([_col("Name"), _col("Data", "integer"), _col("Age")], _cm_row),
-    "PersistentVolumeClaim": ([_col("Name"), _col("Status"), _col("Volume"), _col("Capacity"), _col("Age")], _pvc_row),
+    "PersistentVolumeClaim": (
+        [
+            _col("Name"),
+            _col("Status"),
+            _col("Volume"),
+            _col("Capacity"),
+            _col("Access Modes"),
+            _col("StorageClass"),
+            _col("VolumeAttributesClass"),
+            _col("Age"),
+            _col("VolumeMode", priority=1),
+        ],
+        _pvc_row,
+    ),
+    "StorageClass": (
+        [
+            _col("Name"),
+            _col("Provisioner"),
+            _col("ReclaimPolicy"),
+            _col("VolumeBindingMode"),
+            _col("AllowVolumeExpansion", "boolean"),
+            _col("Age"),
+        ],
+        _sc_row,
+    ),
+    "PersistentVolume": (
+        [
+            _col("Name"),
+            _col("Capacity"),
+            _col("Access Modes"),
+            _col("Reclaim Policy"),
+            _col("Status"),
+            _col("Claim"),
+            _col("StorageClass"),
+            _col("VolumeAttributesClass"),
+            _col("Reason"),
+            _col("Age"),
+            _col("VolumeMode", priority=1),
+        ],
+        _pv_row,
+    ),
 }
 
 

@@ -6,25 +6,28 @@ See sandbox/CONTRACT.md for how the server and the AWS half drive it.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
-import traceback
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..isolation import Contained
 from ..serving.hub import ServingHub
 from ..serving.objects import MemoryObjects, ObjectStore
 from .api import KubeApi
 from .controllers import inference, karpenter, keda, ray, serving, training
 from .controllers.base import Ctx, make_ctx, pod_active
 from .controllers.hangs import hang_job
-from .controllers.kubelet import crash, run_kubelet
+from .controllers.kubelet import crash, ip_demand, run_kubelet
 from .controllers.nodes import sync_nodes as _sync_nodes
 from .controllers.scheduler import schedule
 from .controllers.workloads import run_workloads
 from .operators import apply_addons, observe, preload
 from .store import Cluster
+
+log = logging.getLogger("sandbox.kube")
 
 SNAPSHOT = "kube.json"
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -53,6 +56,8 @@ class KubeWorld:
         self._saved_sig: tuple[Any, ...] | None = None
         self.controller_errors: list[str] = []  # tracebacks of failed controller runs (tests assert none)
         self.metrics: Any = None  # MLflow sink of the simulated trainers (the Sandbox sets sandbox.mlflow_runs)
+        # per cluster, controller and object: one failure stops only its own object, logged once
+        self.contained = Contained(log, self.controller_errors)
         self.clusters: dict[str, Cluster] = {}
         self._lock = threading.Lock()  # guards the clusters map, not the clusters
         self._api = KubeApi(self)
@@ -101,7 +106,7 @@ class KubeWorld:
         if c is None:
             return
         with c.lock:
-            _sync_nodes(c, nodes)
+            _sync_nodes(c, nodes, self.contained)
 
     def set_addons(self, key: str, names: Mapping[str, dict[str, Any] | None] | Iterable[str]) -> None:
         """The running EKS add-ons: names, or name -> configuration values (None: deleted with preserve)."""
@@ -130,6 +135,7 @@ class KubeWorld:
             return None
         with c.lock:
             out: dict[str, Any] = observe(c)
+            out["pod_ip_demand"] = ip_demand(c)
             decided = karpenter.decisions(c)
             if decided is not None:
                 out["karpenter"] = decided
@@ -174,18 +180,13 @@ class KubeWorld:
             return hang_job(c, make_ctx(self.speedup, self.metrics), namespace, job, count, after_steps)
 
     def tick(self) -> None:
-        ctx = make_ctx(self.speedup, self.metrics)
+        ctx = make_ctx(self.speedup, self.metrics, self.contained)
         ctx.serving = self.serving
         for c in list(self.clusters.values()):
             with c.lock:
                 for name, fn in CONTROLLERS:
-                    try:
-                        fn(c, ctx)
-                    except Exception:  # noqa: BLE001 - one broken controller must not stop the world
-                        tb = traceback.format_exc()
-                        if len(self.controller_errors) < 50:
-                            self.controller_errors.append(f"{name} on {c.key}: {tb}")
-                        print(f"[sandbox.kube] controller {name} failed on {c.key}\n{tb}", flush=True)
+                    # one broken controller must not stop the others, nor the other clusters
+                    self.contained.run((c.key, name), fn, c, ctx)
 
     def save(self) -> None:
         if not self.state_dir:

@@ -7,9 +7,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from sandbox.aws.constraints import validate_input
 from sandbox.aws.handlers import Ctx, handles
 from sandbox.aws.hyperpod import settings
 from sandbox.aws.hyperpod.capacity import launch_nodes
+from sandbox.aws.hyperpod.limits import create_delta, require_quota, update_delta
 from sandbox.aws.hyperpod.store import (
     ALNUM,
     describe,
@@ -21,6 +23,7 @@ from sandbox.aws.hyperpod.store import (
     require_in_service,
     require_plan,
     table,
+    validate_kubernetes_config,
     validate_role,
     validate_vpc,
 )
@@ -31,6 +34,8 @@ from sandbox.aws.world import new_id
 @handles("sagemaker", "CreateCluster")
 def create_cluster(ctx: Ctx) -> Response:
     p = ctx.params
+    validate_input("sagemaker", "CreateCluster", p)
+    validate_kubernetes_config(p.get("InstanceGroups") or [])
     name = p["ClusterName"]
     tbl = table(ctx.world, ctx.account, ctx.region)
     if name in tbl:
@@ -63,6 +68,7 @@ def create_cluster(ctx: Ctx) -> Response:
         validate_vpc(ctx, g.get("OverrideVpcConfig"))
         if g.get("TrainingPlanArn"):
             require_plan(ctx, g["TrainingPlanArn"], g, p.get("VpcConfig"))
+    require_quota(ctx, create_delta(groups))
     now = ctx.world.now()
     c: dict[str, Any] = {
         "ClusterArn": f"arn:aws:sagemaker:{ctx.region}:{ctx.account}:cluster/{new_id('', 12, ALNUM)}",
@@ -147,6 +153,8 @@ def delete_cluster(ctx: Ctx) -> Response:
 @handles("sagemaker", "UpdateCluster")
 def update_cluster(ctx: Ctx) -> Response:
     p = ctx.params
+    validate_input("sagemaker", "UpdateCluster", p)
+    validate_kubernetes_config(p.get("InstanceGroups") or [])
     c = lookup(ctx, p["ClusterName"])
     require_in_service(c)
     settings.validate(ctx, p, c)
@@ -175,6 +183,7 @@ def update_cluster(ctx: Ctx) -> Response:
                 else sum(1 for n in c["_nodes"].values() if n["InstanceGroupName"] == raw["InstanceGroupName"])
             )
             require_plan(ctx, raw["TrainingPlanArn"], raw, c.get("VpcConfig"), already=have)
+    require_quota(ctx, update_delta(c, p.get("InstanceGroups") or []), c)
     world = ctx.world
     now = world.now()
     c["ClusterStatus"], c["_op"], c["_due"] = "Updating", "update", world.due("hp_update")

@@ -235,7 +235,10 @@ def describe_node(ctx: Ctx) -> Response:
         {
             "ThreadsPerCore": spec.get("ThreadsPerCore", 1),
             "PrivatePrimaryIp": node["PrivatePrimaryIp"],
-            "Placement": {"AvailabilityZone": node["_zone"], "AvailabilityZoneId": zone_id(node["_zone"])},
+            "Placement": {
+                "AvailabilityZone": node["_zone"],
+                "AvailabilityZoneId": zone_id(node["_zone"], ctx.account, node.get("_subnet")),
+            },
             "CapacityType": node["CapacityType"],
             "CurrentImageId": IMAGE_ID,
             "DesiredImageId": IMAGE_ID,

@@ -158,6 +158,40 @@ def require_plan(
         )
 
 
+def validate_kubernetes_config(groups: list[dict[str, Any]]) -> None:
+    """What the model's patterns let through but Kubernetes refuses (a name part over 63
+    characters, a prefix over 253, a taint repeated for one effect): the node could never
+    register, so the request is refused up front."""
+    from sandbox.kube.names import label_value_errors, qualified_name_errors
+
+    for g in groups:
+        kc = g.get("KubernetesConfig") or {}
+        name = g.get("InstanceGroupName")
+        for key, value in (kc.get("Labels") or {}).items():
+            for msg in qualified_name_errors(key) + [f"value {m}" for m in label_value_errors(value)]:
+                raise AwsError(
+                    "ValidationException",
+                    f"Invalid Kubernetes label '{key}: {value}' for instance group {name}: {msg}.",
+                    400,
+                )
+        seen = set()
+        for t in kc.get("Taints") or []:
+            for msg in qualified_name_errors(t.get("Key", "")):
+                raise AwsError(
+                    "ValidationException",
+                    f"Invalid Kubernetes taint key '{t.get('Key')}' for instance group {name}: {msg}.",
+                    400,
+                )
+            if (t.get("Key"), t.get("Effect")) in seen:
+                raise AwsError(
+                    "ValidationException",
+                    f"Duplicate Kubernetes taint '{t.get('Key')}:{t.get('Effect')}' for instance group {name}: "
+                    "taints must be unique by key and effect.",
+                    400,
+                )
+            seen.add((t.get("Key"), t.get("Effect")))
+
+
 def group_spec(raw: dict[str, Any]) -> dict[str, Any]:
     spec = copy.deepcopy(raw)
     spec.setdefault("ThreadsPerCore", 1)
@@ -214,7 +248,16 @@ def describe(c: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def zone_id(zone: str) -> str:
+def zone_id(zone: str, account: str | None = None, subnet: str | None = None) -> str:
+    """The zone's id as EC2 reports it for the node's subnet (zone names map to ids per account);
+    derived from the name when there is no subnet to ask."""
+    if account and subnet:
+        from moto.ec2.models import ec2_backends
+
+        try:
+            return ec2_backends[account][zone[:-1]].get_subnet(subnet).availability_zone_id
+        except Exception:  # noqa: BLE001 - moto raises its own InvalidSubnetID error
+            pass
     region, letter = zone[:-1], zone[-1]
     short = "".join(w[0] for w in region.split("-")[:2]) + region.rsplit("-", 1)[-1]
     return f"{short}-az{ord(letter) - ord('a') + 1}"

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ...isolation import Contained
 from ..store import Cluster, rand_suffix
 from ..util import clone
 
@@ -22,6 +24,7 @@ class Ctx:
     now: float
     serving: Any = None  # the world's sandbox.serving.hub.ServingHub (simulated server processes)
     metrics: Any = None  # where simulated trainers' MLflow values go (sandbox/mlflow_runs.py), if anywhere
+    contained: Contained | None = None  # per-object containment of failures (sandbox/isolation.py)
 
     def elapsed(self, since: float | None) -> float:
         """Simulated seconds since a wall-clock instant."""
@@ -29,9 +32,25 @@ class Ctx:
             return 0.0
         return (self.now - since) * self.speedup
 
+    def per_object(self, c: Cluster, controller: str, obj: Obj, fn: Callable[..., Any], *args: Any) -> Any:
+        """fn(*args), the work of `controller` on one object. When it fails, only this object stops:
+        the error is logged once per change and shown on the object as a Warning event (what
+        `kubectl describe` shows for a controller that cannot sync an object)."""
+        if self.contained is None:
+            return fn(*args)
+        meta = obj.get("metadata") or {}
+        key = (c.key, controller, meta.get("uid") or meta.get("name"))
 
-def make_ctx(speedup: float, metrics: Any = None) -> Ctx:
-    return Ctx(speedup=speedup, now=time.time(), metrics=metrics)
+        def report(message: str) -> None:
+            c.record_event(
+                obj, "FailedSync", f"error syncing {meta.get('name')}: {message}", "Warning", component=controller
+            )
+
+        return self.contained.run(key, fn, *args, on_error=report)
+
+
+def make_ctx(speedup: float, metrics: Any = None, contained: Contained | None = None) -> Ctx:
+    return Ctx(speedup=speedup, now=time.time(), metrics=metrics, contained=contained)
 
 
 def owner_ref(owner: Obj, controller: bool = True) -> Obj:

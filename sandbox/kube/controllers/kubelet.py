@@ -20,6 +20,7 @@ from ..store import Cluster, now_iso
 from ..util import clone
 from . import container_restarts, trainer_logs
 from .base import ANN_EXIT_CODE, ANN_RUN_SECONDS, Ctx, pod_active, set_condition, sim
+from .nodes import POD_IPS
 
 Obj = dict[str, Any]
 
@@ -33,8 +34,46 @@ def _seed(s: str) -> int:
 
 
 def pod_ip(pod: Obj) -> str:
+    """The pod's address: what the CNI gave it, else (nodes without an address pool, in worlds
+    driven without the AWS half) one derived from its uid."""
+    given = (pod.get("status") or {}).get("podIP")
+    if given:
+        return given
     h = _seed(pod["metadata"]["uid"])
     return f"10.1.{(h >> 8) % 250 + 1}.{h % 250 + 2}"
+
+
+def host_network(pod: Obj) -> bool:
+    return bool((pod.get("spec") or {}).get("hostNetwork"))
+
+
+def _assign_ip(c: Cluster, pod: Obj, node: str) -> str | None:
+    """The VPC CNI's ADD: host-network pods share the node's address; others take a free one of
+    the node's pool (None when every address is taken)."""
+    if host_network(pod):
+        return _node_ip(c, pod)
+    pool = (c.sim.get(POD_IPS) or {}).get(node)
+    if pool is None:
+        return pod_ip(pod)
+    used = {
+        (p.get("status") or {}).get("podIP")
+        for p in c.list("/pods")
+        if (p.get("spec") or {}).get("nodeName") == node
+        and pod_active(p)
+        and not host_network(p)
+        and p["metadata"]["uid"] != pod["metadata"]["uid"]
+    }
+    return next((ip for ip in pool if ip not in used), None)
+
+
+def ip_demand(c: Cluster) -> dict[str, int]:
+    """Pod addresses each node's pods hold or wait for (the CNI grows its pool from this)."""
+    out: dict[str, int] = {}
+    for p in c.list("/pods"):
+        node = (p.get("spec") or {}).get("nodeName")
+        if node and pod_active(p) and not host_network(p):
+            out[node] = out.get(node, 0) + 1
+    return out
 
 
 def _defaults(pod: Obj, s: dict[str, Any]) -> None:
@@ -79,21 +118,25 @@ def run_kubelet(c: Cluster, ctx: Ctx) -> None:
         node = (pod.get("spec") or {}).get("nodeName")
         if not node or not pod_active(pod):
             continue
-        if node in not_ready:
-            _node_down(c, ctx, pod, not_ready[node])
-            continue
-        s = sim(c, pod)
-        _defaults(pod, s)
-        if s.get("t_bound") is None:
-            s["t_bound"] = ctx.now
-        phase = (pod.get("status") or {}).get("phase", "Pending")
-        if phase == "Pending":
-            _start(c, ctx, pod, s)
-        elif s.get("backoff_until") is not None:
-            if container_restarts.due(ctx, s):
-                _restart_containers(c, ctx, pod, s)
-        elif phase == "Running":
-            _run(c, ctx, pod, s)
+        ctx.per_object(c, "kubelet", pod, _sync_pod, c, ctx, pod, node, not_ready)
+
+
+def _sync_pod(c: Cluster, ctx: Ctx, pod: Obj, node: str, not_ready: dict[str, float]) -> None:
+    if node in not_ready:
+        _node_down(c, ctx, pod, not_ready[node])
+        return
+    s = sim(c, pod)
+    _defaults(pod, s)
+    if s.get("t_bound") is None:
+        s["t_bound"] = ctx.now
+    phase = (pod.get("status") or {}).get("phase", "Pending")
+    if phase == "Pending":
+        _start(c, ctx, pod, s)
+    elif s.get("backoff_until") is not None:
+        if container_restarts.due(ctx, s):
+            _restart_containers(c, ctx, pod, s)
+    elif phase == "Running":
+        _run(c, ctx, pod, s)
 
 
 def _node_down(c: Cluster, ctx: Ctx, pod: Obj, since: float) -> None:
@@ -141,11 +184,28 @@ def _start(c: Cluster, ctx: Ctx, pod: Obj, s: dict[str, Any]) -> None:
     el = ctx.elapsed(s["t_bound"])
     containers = (pod.get("spec") or {}).get("containers") or []
     if not s.get("pulling"):
+        ip = _assign_ip(c, pod, pod["spec"]["nodeName"])
+        if ip is None:
+            if not s.get("no_ip"):
+                s["no_ip"] = True
+                c.record_event(
+                    pod,
+                    "FailedCreatePodSandBox",
+                    "Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup network for "
+                    f'sandbox "{hashlib.sha256(pod["metadata"]["uid"].encode()).hexdigest()}": plugin '
+                    'type="aws-cni" name="aws-cni" failed (add): add cmd: failed to assign an IP address to container',
+                    "Warning",
+                )
+            return  # the CNI tries again once an address is free (or its pool grew)
         s["pulling"] = True
+        s.pop("no_ip", None)
         for ct in containers:
             c.record_event(pod, "Pulling", f'Pulling image "{ct.get("image")}"')
         st = clone(pod.get("status") or {})
         st["hostIP"] = _node_ip(c, pod)
+        st["hostIPs"] = [{"ip": st["hostIP"]}]
+        st["podIP"] = ip
+        st["podIPs"] = [{"ip": ip}]
         st["startTime"] = now_iso()
         st["conditions"] = set_condition(st.get("conditions") or [], "Initialized", "True")
         st["conditions"] = set_condition(
@@ -175,7 +235,7 @@ def _start(c: Cluster, ctx: Ctx, pod: Obj, s: dict[str, Any]) -> None:
     ts = now_iso()
     st = clone(pod.get("status") or {})
     st["phase"] = "Running"
-    st["podIP"] = pod_ip(pod)
+    st["podIP"] = pod_ip(pod)  # given when the sandbox was created
     st["podIPs"] = [{"ip": st["podIP"]}]
     restarts = s.get("restarts", 0)
     # containers whose readiness the serving hub decides (their server must answer first)

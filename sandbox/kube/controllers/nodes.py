@@ -1,7 +1,10 @@
 """Node objects from the desired HyperPod/EKS node list (`KubeWorld.sync_nodes`).
 
 The sync owns a known set of labels and taints; anything a user adds with kubectl
-(labels, taints, cordon) survives later syncs.
+(labels, taints, cordon) survives later syncs. A node dict's "ip" (its ENI's primary address) is
+the Node's InternalIP and "pod_ips" the addresses the VPC CNI holds for its pods (the kubelet
+hands them out). Each node registers on its own: one the API server refuses (an invalid label,
+say) stays unregistered, as with a kubelet whose registration fails, and the others go on.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import hashlib
 import time
 from typing import Any
 
+from ...isolation import Contained
 from ..store import Cluster, now_iso, now_iso_nano
 from ..util import clone
 
@@ -24,9 +28,21 @@ PRESSURE_CONDITIONS = (
 SYNC_TAINT_KEYS = {HEALTH_LABEL, "node.kubernetes.io/not-ready", "node.kubernetes.io/unschedulable"}
 
 
+POD_IPS = "_node_pod_ips"  # cluster.sim key: node name -> the pod addresses its CNI holds
+
+
 def _ip(name: str) -> str:
+    """A made-up address for nodes given without one (worlds driven without the AWS half)."""
     h = hashlib.sha1(name.encode()).digest()
     return f"10.1.{h[0] % 250 + 1}.{h[1] % 250 + 2}"
+
+
+def _addresses(c: Cluster, name: str, n: dict[str, Any]) -> list[Obj]:
+    return [
+        {"type": "InternalIP", "address": n.get("ip") or _ip(name)},
+        {"type": "Hostname", "address": name},
+        {"type": "InternalDNS", "address": n.get("private_dns") or f"{name}.{c.region}.compute.internal"},
+    ]
 
 
 def _labels(c: Cluster, n: dict[str, Any]) -> dict[str, str]:
@@ -129,10 +145,16 @@ def _lease(c: Cluster, node: Obj) -> None:
     )
 
 
-def sync_nodes(c: Cluster, nodes: list[dict[str, Any]]) -> None:
+def sync_nodes(c: Cluster, nodes: list[dict[str, Any]], contained: Contained | None = None) -> None:
     rt = c.type_by_gr("/nodes")
     assert rt is not None
     desired = {n["name"]: n for n in nodes}
+    pools = c.sim.setdefault(POD_IPS, {})
+    for name in [k for k in pools if k not in desired]:
+        pools.pop(name)
+    for name, n in desired.items():
+        if "pod_ips" in n:
+            pools[name] = list(n["pod_ips"])
     # since when each node is NotReady (wall clock); the kubelet sim evicts its pods after a while
     not_ready = c.sim.setdefault("_node_notready", {})
     for name, n in desired.items():
@@ -142,130 +164,140 @@ def sync_nodes(c: Cluster, nodes: list[dict[str, Any]]) -> None:
             not_ready.setdefault(name, time.time())
     for name in [k for k in not_ready if k not in desired]:
         not_ready.pop(name)
-    owned = c.sim.setdefault("_node_labels", {})  # node name -> label keys the sync wrote
     for name, n in desired.items():
-        labels = _labels(c, n)
-        cap, alloc = _resources(n)
-        ready = bool(n.get("ready", True))
-        taints = _taints(labels, ready, n.get("taints"))
-        taint_keys = c.sim.setdefault("_node_taints", {})
-        health = labels.get(HEALTH_LABEL, "Schedulable")
-        cur = c.get("/nodes", "", name)
-        ts = now_iso()
-        cond_ready = {
-            "type": "Ready",
-            "status": "True" if ready else "False",
-            "reason": "KubeletReady" if ready else "KubeletNotReady",
-            "message": "kubelet is posting ready status" if ready else "container runtime network not ready",
-            "lastHeartbeatTime": ts,
-            "lastTransitionTime": ts,
-        }
-        if cur is None:
-            obj = {
-                "metadata": {
-                    "name": name,
-                    "labels": labels,
-                    "annotations": {
-                        "node.alpha.kubernetes.io/ttl": "0",
-                        "volumes.kubernetes.io/controller-managed-attach-detach": "true",
-                    },
-                },
-                "spec": {
-                    "providerID": f"aws:///{n.get('zone', '')}/{n.get('instance_id', name)}",
-                    **({"taints": taints} if taints else {}),
-                    **({"unschedulable": True} if health.startswith("Unschedulable") else {}),
-                },
-                "status": {
-                    "capacity": cap,
-                    "allocatable": alloc,
-                    "conditions": [
-                        {
-                            "type": t,
-                            "status": "False",
-                            "reason": r,
-                            "message": m,
-                            "lastHeartbeatTime": ts,
-                            "lastTransitionTime": ts,
-                        }
-                        for t, r, m in PRESSURE_CONDITIONS
-                    ]
-                    + [cond_ready],
-                    "addresses": [
-                        {"type": "InternalIP", "address": _ip(name)},
-                        {"type": "Hostname", "address": name},
-                        {"type": "InternalDNS", "address": f"{name}.{c.region}.compute.internal"},
-                    ],
-                    "nodeInfo": {
-                        "kubeletVersion": f"v{c.version}.4-eks-sandbox",
-                        "kubeProxyVersion": f"v{c.version}.4-eks-sandbox",
-                        "osImage": "Amazon Linux 2023",
-                        "kernelVersion": "6.1.115-126.197.amzn2023.x86_64",
-                        "containerRuntimeVersion": "containerd://1.7.23",
-                        "operatingSystem": "linux",
-                        "architecture": labels.get("kubernetes.io/arch", "amd64"),
-                        "machineID": hashlib.md5(name.encode()).hexdigest(),
-                        "systemUUID": hashlib.md5(name.encode()).hexdigest(),
-                        "bootID": "",
-                    },
-                    "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
-                    "phase": "Running",
-                },
-            }
-            node = c.create(rt, obj, keep_status=True)
-            _lease(c, node)
-            owned[name] = sorted(labels)
-            taint_keys[name] = sorted({t["key"] for t in taints})
-            c.record_event(
-                c.get("/nodes", "", name) or obj,
-                "RegisteredNode",
-                f"Node {name} event: Registered Node {name} in Controller",
-                component="node-controller",
-            )
-            continue
-        new = clone(cur)
-        cur_labels = dict(new["metadata"].get("labels") or {})
-        for k in owned.get(name, []):
-            if k not in labels:
-                cur_labels.pop(k, None)
-        cur_labels.update(labels)
-        new["metadata"]["labels"] = cur_labels
-        owned[name] = sorted(labels)
-        owned_taints = SYNC_TAINT_KEYS | set(taint_keys.get(name, []))
-        user_taints = [t for t in new["spec"].get("taints") or [] if t.get("key") not in owned_taints]
-        old_sync = {
-            (t.get("key"), t.get("effect"), t.get("value")): t
-            for t in new["spec"].get("taints") or []
-            if t.get("key") in owned_taints
-        }
-        taint_keys[name] = sorted({t["key"] for t in taints})
-        merged = user_taints + [old_sync.get((t["key"], t["effect"], t.get("value")), t) for t in taints]
-        if merged:
-            new["spec"]["taints"] = merged
+        if contained is None:
+            _sync_node(c, rt, name, n)
         else:
-            new["spec"].pop("taints", None)
-        was_sync_cordon = c.sim.setdefault("_node_cordon", {}).get(name, False)
-        if health.startswith("Unschedulable"):
-            new["spec"]["unschedulable"] = True
-            c.sim["_node_cordon"][name] = True
-        elif was_sync_cordon:
-            new["spec"].pop("unschedulable", None)
-            c.sim["_node_cordon"][name] = False
-        st = new.setdefault("status", {})
-        st["capacity"], st["allocatable"] = cap, alloc
-        conds = [x for x in st.get("conditions") or [] if x.get("type") != "Ready"]
-        old_ready = next((x for x in st.get("conditions") or [] if x.get("type") == "Ready"), None)
-        if old_ready and old_ready.get("status") == cond_ready["status"]:
-            cond_ready = dict(old_ready)
-        conds.append(cond_ready)
-        st["conditions"] = conds
-        if old_ready and old_ready.get("status") != cond_ready["status"]:
-            c.record_event(
-                new,
-                "NodeReady" if ready else "NodeNotReady",
-                f"Node {name} status is now: {'NodeReady' if ready else 'NodeNotReady'}",
-                component="node-controller",
-            )
-        c.put("/nodes", new)
+            contained.run((c.key, "node", name), _sync_node, c, rt, name, n)
+    _remove_gone(c, rt, desired)
+
+
+def _sync_node(c: Cluster, rt: Any, name: str, n: dict[str, Any]) -> None:
+    owned = c.sim.setdefault("_node_labels", {})  # node name -> label keys the sync wrote
+    labels = _labels(c, n)
+    cap, alloc = _resources(n)
+    ready = bool(n.get("ready", True))
+    taints = _taints(labels, ready, n.get("taints"))
+    taint_keys = c.sim.setdefault("_node_taints", {})
+    health = labels.get(HEALTH_LABEL, "Schedulable")
+    cur = c.get("/nodes", "", name)
+    ts = now_iso()
+    cond_ready = {
+        "type": "Ready",
+        "status": "True" if ready else "False",
+        "reason": "KubeletReady" if ready else "KubeletNotReady",
+        "message": "kubelet is posting ready status" if ready else "container runtime network not ready",
+        "lastHeartbeatTime": ts,
+        "lastTransitionTime": ts,
+    }
+    if cur is None:
+        obj = {
+            "metadata": {
+                "name": name,
+                "labels": labels,
+                "annotations": {
+                    "node.alpha.kubernetes.io/ttl": "0",
+                    "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+                },
+            },
+            "spec": {
+                "providerID": f"aws:///{n.get('zone', '')}/{n.get('instance_id', name)}",
+                **({"taints": taints} if taints else {}),
+                **({"unschedulable": True} if health.startswith("Unschedulable") else {}),
+            },
+            "status": {
+                "capacity": cap,
+                "allocatable": alloc,
+                "conditions": [
+                    {
+                        "type": t,
+                        "status": "False",
+                        "reason": r,
+                        "message": m,
+                        "lastHeartbeatTime": ts,
+                        "lastTransitionTime": ts,
+                    }
+                    for t, r, m in PRESSURE_CONDITIONS
+                ]
+                + [cond_ready],
+                "addresses": _addresses(c, name, n),
+                "nodeInfo": {
+                    "kubeletVersion": f"v{c.version}.4-eks-sandbox",
+                    "kubeProxyVersion": f"v{c.version}.4-eks-sandbox",
+                    "osImage": "Amazon Linux 2023",
+                    "kernelVersion": "6.1.115-126.197.amzn2023."
+                    + ("aarch64" if labels.get("kubernetes.io/arch") == "arm64" else "x86_64"),
+                    "containerRuntimeVersion": "containerd://1.7.23",
+                    "operatingSystem": "linux",
+                    "architecture": labels.get("kubernetes.io/arch", "amd64"),
+                    "machineID": hashlib.md5(name.encode()).hexdigest(),
+                    "systemUUID": hashlib.md5(name.encode()).hexdigest(),
+                    "bootID": "",
+                },
+                "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+                "phase": "Running",
+            },
+        }
+        node = c.create(rt, obj, keep_status=True)
+        _lease(c, node)
+        owned[name] = sorted(labels)
+        taint_keys[name] = sorted({t["key"] for t in taints})
+        c.record_event(
+            c.get("/nodes", "", name) or obj,
+            "RegisteredNode",
+            f"Node {name} event: Registered Node {name} in Controller",
+            component="node-controller",
+        )
+        return
+    new = clone(cur)
+    cur_labels = dict(new["metadata"].get("labels") or {})
+    for k in owned.get(name, []):
+        if k not in labels:
+            cur_labels.pop(k, None)
+    cur_labels.update(labels)
+    new["metadata"]["labels"] = cur_labels
+    owned[name] = sorted(labels)
+    owned_taints = SYNC_TAINT_KEYS | set(taint_keys.get(name, []))
+    user_taints = [t for t in new["spec"].get("taints") or [] if t.get("key") not in owned_taints]
+    old_sync = {
+        (t.get("key"), t.get("effect"), t.get("value")): t
+        for t in new["spec"].get("taints") or []
+        if t.get("key") in owned_taints
+    }
+    taint_keys[name] = sorted({t["key"] for t in taints})
+    merged = user_taints + [old_sync.get((t["key"], t["effect"], t.get("value")), t) for t in taints]
+    if merged:
+        new["spec"]["taints"] = merged
+    else:
+        new["spec"].pop("taints", None)
+    was_sync_cordon = c.sim.setdefault("_node_cordon", {}).get(name, False)
+    if health.startswith("Unschedulable"):
+        new["spec"]["unschedulable"] = True
+        c.sim["_node_cordon"][name] = True
+    elif was_sync_cordon:
+        new["spec"].pop("unschedulable", None)
+        c.sim["_node_cordon"][name] = False
+    st = new.setdefault("status", {})
+    st["capacity"], st["allocatable"] = cap, alloc
+    st["addresses"] = _addresses(c, name, n)
+    conds = [x for x in st.get("conditions") or [] if x.get("type") != "Ready"]
+    old_ready = next((x for x in st.get("conditions") or [] if x.get("type") == "Ready"), None)
+    if old_ready and old_ready.get("status") == cond_ready["status"]:
+        cond_ready = dict(old_ready)
+    conds.append(cond_ready)
+    st["conditions"] = conds
+    if old_ready and old_ready.get("status") != cond_ready["status"]:
+        c.record_event(
+            new,
+            "NodeReady" if ready else "NodeNotReady",
+            f"Node {name} status is now: {'NodeReady' if ready else 'NodeNotReady'}",
+            component="node-controller",
+        )
+    c.put("/nodes", new)
+
+
+def _remove_gone(c: Cluster, rt: Any, desired: dict[str, Any]) -> None:
+    owned = c.sim.setdefault("_node_labels", {})
     for node in list(c.list("/nodes")):
         name = node["metadata"]["name"]
         if name not in desired:

@@ -171,57 +171,61 @@ def schedule(c: Cluster, ctx: Ctx) -> None:
     for pod in sorted(
         pending, key=lambda p: (-int((p.get("spec") or {}).get("priority") or 0), p["metadata"]["creationTimestamp"])
     ):
-        reasons: Counter[str] = Counter()
-        fitting = []
-        for node in sorted(nodes, key=lambda n: n["metadata"]["name"]):
-            r = fit_reasons(pod, node, usage.get(node["metadata"]["name"], {}))
-            if not r:
-                fitting.append(node)
-            for x in r:
-                reasons[x] += 1
-        # NodeResourcesFit's default LeastAllocated scoring: spread over the emptiest fitting node
-        chosen = min(fitting, key=lambda n: _allocated(n, usage.get(n["metadata"]["name"], {}))) if fitting else None
-        not_ready = len(all_nodes) - len(nodes)
-        if not_ready:
-            reasons["node(s) had untolerated taint {node.kubernetes.io/not-ready: }"] += not_ready
-        if chosen is None:
-            parts = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda x: x[0]))
-            msg = (
-                f"0/{len(all_nodes)} nodes are available: {parts}."
-                if all_nodes
-                else "no nodes available to schedule pods"
-            )
-            if all_nodes:
-                msg += (
-                    f" preemption: 0/{len(all_nodes)} nodes are available: {len(all_nodes)} No preemption "
-                    "victims found for incoming pod."
-                )
-            st = clone(pod.get("status") or {})
-            st["phase"] = "Pending"
-            st["conditions"] = set_condition(st.get("conditions") or [], "PodScheduled", "False", "Unschedulable", msg)
-            s = sim(c, pod)
-            if s.get("unsched_msg") != msg:
-                s["unsched_msg"] = msg
-                c.record_event(pod, "FailedScheduling", msg, "Warning", component="default-scheduler")
-            for cond in st["conditions"]:
-                if cond["type"] == "PodScheduled":
-                    cond["lastProbeTime"] = None
-            c.put_status("/pods", pod, st)
-            continue
-        node_name = chosen["metadata"]["name"]
-        new = clone(pod)
-        new["spec"]["nodeName"] = node_name
-        st = new.setdefault("status", {})
-        st["conditions"] = set_condition(st.get("conditions") or [], "PodScheduled", "True", "", "")
-        new = c.put("/pods", new)
-        sim(c, new)["t_bound"] = ctx.now
-        u = usage.setdefault(node_name, {})
-        for k, v in pod_requests(pod).items():
-            u[k] = u.get(k, Decimal(0)) + v
-        u["pods"] = u.get("pods", Decimal(0)) + 1
-        c.record_event(
-            new,
-            "Scheduled",
-            f"Successfully assigned {pod['metadata']['namespace']}/{pod['metadata']['name']} to {node_name}",
-            component="default-scheduler",
+        ctx.per_object(c, "default-scheduler", pod, _schedule_one, c, ctx, pod, nodes, all_nodes, usage)
+
+
+def _schedule_one(
+    c: Cluster, ctx: Ctx, pod: Obj, nodes: list[Obj], all_nodes: list[Obj], usage: dict[str, dict[str, Decimal]]
+) -> None:
+    reasons: Counter[str] = Counter()
+    fitting = []
+    for node in sorted(nodes, key=lambda n: n["metadata"]["name"]):
+        r = fit_reasons(pod, node, usage.get(node["metadata"]["name"], {}))
+        if not r:
+            fitting.append(node)
+        for x in r:
+            reasons[x] += 1
+    # NodeResourcesFit's default LeastAllocated scoring: spread over the emptiest fitting node
+    chosen = min(fitting, key=lambda n: _allocated(n, usage.get(n["metadata"]["name"], {}))) if fitting else None
+    not_ready = len(all_nodes) - len(nodes)
+    if not_ready:
+        reasons["node(s) had untolerated taint {node.kubernetes.io/not-ready: }"] += not_ready
+    if chosen is None:
+        parts = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda x: x[0]))
+        msg = (
+            f"0/{len(all_nodes)} nodes are available: {parts}." if all_nodes else "no nodes available to schedule pods"
         )
+        if all_nodes:
+            msg += (
+                f" preemption: 0/{len(all_nodes)} nodes are available: {len(all_nodes)} No preemption "
+                "victims found for incoming pod."
+            )
+        st = clone(pod.get("status") or {})
+        st["phase"] = "Pending"
+        st["conditions"] = set_condition(st.get("conditions") or [], "PodScheduled", "False", "Unschedulable", msg)
+        s = sim(c, pod)
+        if s.get("unsched_msg") != msg:
+            s["unsched_msg"] = msg
+            c.record_event(pod, "FailedScheduling", msg, "Warning", component="default-scheduler")
+        for cond in st["conditions"]:
+            if cond["type"] == "PodScheduled":
+                cond["lastProbeTime"] = None
+        c.put_status("/pods", pod, st)
+        return
+    node_name = chosen["metadata"]["name"]
+    new = clone(pod)
+    new["spec"]["nodeName"] = node_name
+    st = new.setdefault("status", {})
+    st["conditions"] = set_condition(st.get("conditions") or [], "PodScheduled", "True", "", "")
+    new = c.put("/pods", new)
+    sim(c, new)["t_bound"] = ctx.now
+    u = usage.setdefault(node_name, {})
+    for k, v in pod_requests(pod).items():
+        u[k] = u.get(k, Decimal(0)) + v
+    u["pods"] = u.get("pods", Decimal(0)) + 1
+    c.record_event(
+        new,
+        "Scheduled",
+        f"Successfully assigned {pod['metadata']['namespace']}/{pod['metadata']['name']} to {node_name}",
+        component="default-scheduler",
+    )

@@ -1,5 +1,6 @@
 """kube-controller-manager, the parts a user of the product sees: Deployment → ReplicaSet → Pods,
-DaemonSet, StatefulSet, Job, PVC binding, namespace termination; Services in services.py."""
+DaemonSet, StatefulSet, Job, namespace termination; Services in services.py, PV/PVC binding in
+volumes.py."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 from ..admission import pod_template_hash
 from ..store import Cluster, now_iso
 from ..util import clone
-from . import services
+from . import services, volumes
 from .base import Ctx, children, create_pod, owner_ref, pod_active, pod_ready, set_condition, sim
 from .scheduler import fit_reasons
 
@@ -17,35 +18,23 @@ FAILED_POD_GC_SECONDS = 120.0  # failed pods owned by a ReplicaSet are cleaned a
 
 
 def run_workloads(c: Cluster, ctx: Ctx) -> None:
+    # every object on its own: one that breaks its controller must not stop the others of its kind
     for ns in c.list("/namespaces"):
         if ns["metadata"].get("deletionTimestamp"):
-            c.finish_namespace(ns["metadata"]["name"])
+            ctx.per_object(c, "namespace-controller", ns, c.finish_namespace, ns["metadata"]["name"])
     for d in c.list("apps/deployments"):
-        _deployment(c, d)
+        ctx.per_object(c, "deployment-controller", d, _deployment, c, d)
     for rs in c.list("apps/replicasets"):
-        _replicaset(c, ctx, rs)
+        ctx.per_object(c, "replicaset-controller", rs, _replicaset, c, ctx, rs)
     for ds in c.list("apps/daemonsets"):
-        _daemonset(c, ds)
+        ctx.per_object(c, "daemonset-controller", ds, _daemonset, c, ds)
     for sts in c.list("apps/statefulsets"):
-        _statefulset(c, sts)
+        ctx.per_object(c, "statefulset-controller", sts, _statefulset, c, sts)
     for job in c.list("batch/jobs"):
-        _job(c, ctx, job)
+        ctx.per_object(c, "job-controller", job, _job, c, ctx, job)
     for svc in c.list("/services"):
-        services.reconcile(c, ctx, svc)
-    for pvc in c.list("/persistentvolumeclaims"):
-        if (pvc.get("status") or {}).get("phase") != "Bound":
-            spec = pvc.get("spec") or {}
-            c.put_status(
-                "/persistentvolumeclaims",
-                pvc,
-                {
-                    "phase": "Bound",
-                    "accessModes": spec.get("accessModes", ["ReadWriteOnce"]),
-                    "capacity": {
-                        "storage": ((spec.get("resources") or {}).get("requests") or {}).get("storage", "1Gi")
-                    },
-                },
-            )
+        ctx.per_object(c, "service-controller", svc, services.reconcile, c, ctx, svc)
+    volumes.run(c, ctx)
 
 
 # ------------------------------------------------------------------ Deployment / ReplicaSet
