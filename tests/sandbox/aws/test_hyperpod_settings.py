@@ -192,7 +192,8 @@ def test_batch_add_cluster_nodes_raises_the_target_count(account, sandbox, hp):
     assert group["TargetCount"] == 4
     wait_for(lambda: _describe(account)["InstanceGroups"][0]["CurrentCount"] == 4)
     eks = eks_cluster(account, "other")
-    hyperpod(account, "fixed", eks)
+    # another type: the account's 4 ml.p5.48xlarge for cluster usage are taken by "hp" now
+    hyperpod(account, "fixed", eks, [{"InstanceGroupName": "gpu", "InstanceType": "ml.g5.xlarge", "InstanceCount": 2}])
     wait_for(lambda: sm.describe_cluster(ClusterName="fixed")["ClusterStatus"] == "InService")
     _refused(
         lambda: sm.batch_add_cluster_nodes(
