@@ -1,2 +1,2 @@
 """Deployment: CloudFormation templates, the container image, compose, and the IAM action list
-generated from the code (`python -m deploy.iam_actions`)."""
+generated from the code (`python -m deploy.iam`)."""

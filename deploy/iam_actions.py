@@ -1,8 +1,8 @@
 """Every AWS action InstantStart performs, found in its code, and the policies generated from them.
 
-    .venv/bin/python -m deploy.iam_actions            # the actions per role, and where each is called
-    .venv/bin/python -m deploy.iam_actions --write    # regenerate the policies in the templates
-    .venv/bin/python -m deploy.iam_actions --check    # exit 1 when a template lacks or exceeds the code
+    .venv/bin/python -m deploy.iam            # the actions per role, and where each is called
+    .venv/bin/python -m deploy.iam --write    # regenerate the policies in the templates
+    .venv/bin/python -m deploy.iam --check    # exit 1 when a template lacks or exceeds the code
 
 The walk reads the product's Python (not the sandbox, not the tests) with `ast`: a name bound to
 ``<x>.client("<service>")`` is a boto3 client; every method called on it (directly, through
@@ -20,9 +20,7 @@ check fails, naming the file and line, rather than leaving an action out silentl
 
 from __future__ import annotations
 
-import argparse
 import ast
-import sys
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -42,7 +40,7 @@ NOT_OPERATIONS = {"exceptions", "meta", "can_paginate", "close", "get_paginator"
 # names its service with a literal one call up, where the walk sees it.
 CLIENT_FACTORIES = {("instantstart/cloud/aws.py", "_client")}
 
-REGENERATE = ".venv/bin/python -m deploy.iam_actions --write"
+REGENERATE = ".venv/bin/python -m deploy.iam --write"
 
 
 @dataclass(frozen=True, order=True)
@@ -387,52 +385,3 @@ def _is_own_session(node: ast.expr) -> bool:
 def discover(root: Path = ROOT) -> Walk:
     """Every API call the product makes, and what the walk could not resolve."""
     return _Analysis(index(root)).run()
-
-
-# --- command line ---------------------------------------------------------------------------
-
-
-def main(argv: list[str] | None = None) -> int:
-    from deploy import iam_policy
-
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--write", action="store_true", help="regenerate the policies in the templates")
-    mode.add_argument("--check", action="store_true", help="exit 1 when a template is out of date")
-    parser.add_argument("--root", type=Path, default=ROOT, help="the source tree to walk (default: this repository)")
-    args = parser.parse_args(argv)
-
-    walk = discover(args.root)
-    if walk.problems:
-        print("The IAM action walk could not resolve:", *walk.problems, sep="\n  ", file=sys.stderr)
-        return 1
-    try:
-        return _run(args, walk)
-    except iam_policy.UnscopedAction as exc:
-        print(exc, file=sys.stderr)
-        return 1
-
-
-def _run(args, walk: Walk) -> int:
-    from deploy import iam_policy
-
-    if args.write:
-        for path in iam_policy.write_templates(walk.calls, args.root):
-            print(f"updated {path.relative_to(ROOT)}")
-        return 0
-    if args.check:
-        stale = iam_policy.stale_templates(walk.calls, args.root)
-        for path, message in stale:
-            print(f"{path.relative_to(ROOT)}: {message}", file=sys.stderr)
-        if stale:
-            print(f"Regenerate the policies with: {REGENERATE}", file=sys.stderr)
-        return 1 if stale else 0
-    for identity, actions in iam_policy.actions_by_identity(walk.calls).items():
-        print(f"{identity}:")
-        for action, wheres in actions.items():
-            print(f"  {action:55} {', '.join(sorted(set(wheres))[:3])}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -43,9 +43,7 @@ def test_the_walk_resolves_every_aws_call_of_the_product(walk):
 
 
 def test_the_templates_allow_exactly_what_the_code_calls(walk):
-    check = subprocess.run(
-        [sys.executable, "-m", "deploy.iam_actions", "--check"], cwd=ROOT, capture_output=True, text=True
-    )
+    check = subprocess.run([sys.executable, "-m", "deploy.iam", "--check"], cwd=ROOT, capture_output=True, text=True)
     assert check.returncode == 0, check.stderr
     team = iam_policy.load_template(iam_policy.TEAM_TEMPLATE)
     assert actions_of(policy_statements(team, "ControlPlaneRole", "InstantStartControlPlane")) == (
@@ -68,7 +66,7 @@ def copy_product(tmp_path: Path) -> Path:
 
 def run_check(root: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "deploy.iam_actions", "--check", "--root", str(root)],
+        [sys.executable, "-m", "deploy.iam", "--check", "--root", str(root)],
         cwd=ROOT,
         capture_output=True,
         text=True,
