@@ -43,7 +43,8 @@ def deployment(name: str, ns: str, image: str, replicas: int = 1, container: str
     }
 
 
-def daemonset(name: str, ns: str, image: str) -> Obj:
+def daemonset(name: str, ns: str, image: str, *, host_network: bool = False) -> Obj:
+    """A DaemonSet as the add-on ships it; node agents (CNI, kube-proxy, pod identity) use the node's network."""
     labels = {"k8s-app": name}
     return {
         "apiVersion": "apps/v1",
@@ -54,6 +55,7 @@ def daemonset(name: str, ns: str, image: str) -> Obj:
             "template": {
                 "metadata": {"labels": dict(labels)},
                 "spec": {
+                    **({"hostNetwork": True} if host_network else {}),
                     "tolerations": [{"operator": "Exists"}],
                     "containers": [
                         {"name": name, "image": image, "resources": {"requests": {"cpu": "25m", "memory": "32Mi"}}}
@@ -119,12 +121,22 @@ def addon_objects(name: str, config: Obj) -> tuple[str, list[Any]] | None:
 
 
 _STATIC: dict[str, tuple[str, list[Any]]] = {
-    "vpc-cni": ("kube-system", [daemonset("aws-node", "kube-system", f"{ECR}/amazon-k8s-cni:v1.19.2")]),
-    "kube-proxy": ("kube-system", [daemonset("kube-proxy", "kube-system", f"{ECR}/eks/kube-proxy:v1.31.3-eksbuild.2")]),
+    "vpc-cni": (
+        "kube-system",
+        [daemonset("aws-node", "kube-system", f"{ECR}/amazon-k8s-cni:v1.19.2", host_network=True)],
+    ),
+    "kube-proxy": (
+        "kube-system",
+        [daemonset("kube-proxy", "kube-system", f"{ECR}/eks/kube-proxy:v1.31.3-eksbuild.2", host_network=True)],
+    ),
     "coredns": ("kube-system", [deployment("coredns", "kube-system", f"{ECR}/eks/coredns:v1.11.4", 2)]),
     "eks-pod-identity-agent": (
         "kube-system",
-        [daemonset("eks-pod-identity-agent", "kube-system", f"{ECR}/eks/eks-pod-identity-agent:0.1.10")],
+        [
+            daemonset(
+                "eks-pod-identity-agent", "kube-system", f"{ECR}/eks/eks-pod-identity-agent:0.1.10", host_network=True
+            )
+        ],
     ),
     "cert-manager": (
         "cert-manager",

@@ -182,3 +182,21 @@ def test_jumpstart_model_deploys(world_factory: Callable[..., Kube]) -> None:
     assert done["status"]["endpoints"]["sagemaker"]["endpointArn"].endswith(":endpoint/mistral-ep")
     pod = kube.core.list_namespaced_pod("default", label_selector="app=mistral").items[0]
     assert pod.spec.node_selector == {"node.kubernetes.io/instance-type": "ml.p5.48xlarge"}
+
+
+def test_node_agents_of_the_base_add_ons_run_on_the_nodes_network(world_factory: Callable[..., Kube]) -> None:
+    """aws-node, kube-proxy and the pod identity agent use hostNetwork, as EKS ships them: their pods
+    have the node's address (they take none of the VPC CNI's pod addresses)."""
+    kube = world_factory(addons={"vpc-cni", "kube-proxy", "eks-pod-identity-agent"})
+
+    def agents() -> list:
+        pods = [
+            p
+            for p in kube.core.list_namespaced_pod("kube-system").items
+            if p.metadata.name.startswith(("aws-node", "kube-proxy", "eks-pod-identity-agent"))
+        ]
+        return pods if len(pods) == 6 and all(p.status.phase == "Running" for p in pods) else []
+
+    pods = wait_for(agents, what="node agents running on both nodes")
+    assert all(p.spec.host_network for p in pods)
+    assert all(p.status.pod_ip == p.status.host_ip for p in pods)
