@@ -13,7 +13,7 @@ from instantstart.tenancy.access import Access
 
 from .audit import record_audit
 from .models import Operation, OperationStatus, Phase, PhaseStatus
-from .queue import enqueue_advance
+from .queue import START_PRIORITY, enqueue_advance
 from .registry import get_kind
 
 
@@ -41,6 +41,7 @@ def start_operation(
         existing = Operation.objects.visible_to(access).filter(idempotency_key=idempotency_key).first()
         if existing is not None:
             return existing, False
+    stamp = timezone.now()
     try:
         with transaction.atomic():
             operation = Operation.objects.create(
@@ -53,7 +54,8 @@ def start_operation(
                 requested_by=access.user if getattr(access.user, "pk", None) else None,
                 via=access.via,
                 idempotency_key=idempotency_key,
-                wake_at=timezone.now(),
+                wake_at=stamp,
+                enqueued_at=stamp,  # the message sent on commit
             )
             Phase.objects.bulk_create(
                 Phase(operation=operation, index=index, name=step.name) for index, step in enumerate(definition.steps)
@@ -65,7 +67,7 @@ def start_operation(
                 summary=audit_summary if audit_summary is not None else params,
                 operation=operation,
             )
-            transaction.on_commit(lambda: enqueue_advance(operation.pk))
+            transaction.on_commit(lambda: enqueue_advance(operation.pk, stamp=stamp, priority=START_PRIORITY))
     except IntegrityError:
         if not idempotency_key:
             raise
@@ -76,6 +78,7 @@ def start_operation(
 
 def retry_operation(*, access: Access, operation: Operation) -> Operation:
     """Resume a failed or cancelled operation at the phase that stopped; finished phases stay done."""
+    stamp = timezone.now()
     with transaction.atomic():
         locked = Operation.objects.select_for_update().get(pk=operation.pk)
         if not locked.can_retry:
@@ -92,13 +95,14 @@ def retry_operation(*, access: Access, operation: Operation) -> Operation:
             error_hint="",
             cancel_requested=False,
             finished_at=None,
-            wake_at=timezone.now(),
+            wake_at=stamp,
+            enqueued_at=stamp,
         )
         record_audit(access=access, action="operation.retry", target=locked, operation=locked)
         on_retry = get_kind(locked.kind).on_retry
         if on_retry is not None:
             on_retry(locked)
-        transaction.on_commit(lambda: enqueue_advance(locked.pk))
+        transaction.on_commit(lambda: enqueue_advance(locked.pk, stamp=stamp, priority=START_PRIORITY))
     operation.refresh_from_db()
     return operation
 
@@ -109,6 +113,7 @@ def cancel_operation(*, access: Access, operation: Operation) -> Operation:
     Cloud resources already created stay (and stay recorded on the phases); a delete operation
     removes them.
     """
+    stamp = timezone.now()
     with transaction.atomic():
         locked = Operation.objects.select_for_update().get(pk=operation.pk)
         if locked.is_terminal:
@@ -117,9 +122,10 @@ def cancel_operation(*, access: Access, operation: Operation) -> Operation:
                 return operation
             raise OperationStateError(f"The operation already ended: {locked.status}.")
         if not locked.cancel_requested:
-            Operation.objects.filter(pk=locked.pk).update(cancel_requested=True, wake_at=timezone.now())
             record_audit(access=access, action="operation.cancel", target=locked, operation=locked)
-        # The worker that holds (or next takes) the lease applies the cancellation.
-        transaction.on_commit(lambda: enqueue_advance(locked.pk))
+        # Due now, so a long wait does not delay it; the worker that holds (or next takes) the
+        # lease applies the cancellation.
+        Operation.objects.filter(pk=locked.pk).update(cancel_requested=True, wake_at=stamp, enqueued_at=stamp)
+        transaction.on_commit(lambda: enqueue_advance(locked.pk, stamp=stamp))
     operation.refresh_from_db()
     return operation
