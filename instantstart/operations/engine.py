@@ -32,6 +32,7 @@ from instantstart.cloud.errors import classify
 
 from . import lease
 from .context import StepContext
+from .heartbeat import forget_messages_of
 from .lease import Sql
 from .models import ACTIVE, Operation, OperationStatus, Phase, PhaseStatus, WorkerHeartbeat
 from .queue import enqueue_advance
@@ -401,7 +402,4 @@ def _forget_messages_of_dead_workers(now: datetime) -> None:
     each, which the lease drops."""
     stale = now - timedelta(seconds=_conf("WORKER_STALE_SECONDS"))
     for hostname, last_seen in WorkerHeartbeat.objects.filter(last_seen__lt=stale).values_list("hostname", "last_seen"):
-        died_by = last_seen + timedelta(seconds=_conf("HEARTBEAT_SECONDS"))
-        cleared = Operation.objects.filter(status__in=ACTIVE, enqueued_at__lte=died_by).update(enqueued_at=None)
-        WorkerHeartbeat.objects.filter(hostname=hostname, last_seen=last_seen).delete()
-        log.warning("worker %s stopped beating at %s; %d messages will be sent again", hostname, last_seen, cleared)
+        forget_messages_of(hostname, last_seen)

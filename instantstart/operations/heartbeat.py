@@ -1,18 +1,17 @@
 """Workers say they are alive by touching a row; /healthz and the sweep read it.
 
 A row in the database works in every mode, including standalone's file-system broker, which
-cannot carry Celery's broadcast pings. Each worker process has its own row (name and pid), so a
-worker restarted under the same name does not hide the death of the one before it: the sweep
-sends again the messages a dead worker may have held (engine.sweep).
+cannot carry Celery's broadcast pings. A clean shutdown removes the row; a row left behind means
+its worker died, and the messages it may have held are sent again (engine.forget_messages_of): by
+the sweep once the row goes stale, or at once by a worker that starts under the same name.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import socket
 import threading
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import close_old_connections
@@ -35,7 +34,8 @@ def beat(name: str) -> None:
 
 def start_heartbeat_thread(hostname: str | None = None) -> threading.Thread:
     global _current
-    name = f"{hostname or socket.gethostname()} pid {os.getpid()}"
+    name = hostname or socket.gethostname()
+    _take_over(name)
     stop = threading.Event()
     interval = settings.OPERATIONS["HEARTBEAT_SECONDS"]
 
@@ -58,6 +58,20 @@ def start_heartbeat_thread(hostname: str | None = None) -> threading.Thread:
     return thread
 
 
+def _take_over(name: str) -> None:
+    """A row under this name that no clean shutdown removed: the worker before this one died."""
+    from .models_health import WorkerHeartbeat
+
+    try:
+        previous = WorkerHeartbeat.objects.filter(hostname=name).values_list("last_seen", flat=True).first()
+        if previous is not None:
+            forget_messages_of(name, previous)
+    except Exception:  # noqa: BLE001 - the sweep finds it later all the same
+        log.warning("could not take over the heartbeat of %s", name, exc_info=True)
+    finally:
+        close_old_connections()
+
+
 def stop_heartbeat_thread() -> None:
     """A clean shutdown: stop beating and remove the row (the broker got this worker's messages back)."""
     from .models_health import WorkerHeartbeat
@@ -73,6 +87,22 @@ def stop_heartbeat_thread() -> None:
         log.warning("could not remove the heartbeat of %s", thread.worker_name, exc_info=True)  # type: ignore[attr-defined]
     finally:
         close_old_connections()
+
+
+def forget_messages_of(hostname: str, last_seen: datetime) -> int:
+    """The worker ``hostname`` died after its last beat: clear the stamps of the messages it may have
+    held (sent before it could have died) and remove its heartbeat; returns how many were cleared.
+
+    Called by the sweep for a worker that stopped beating, and by a worker that starts under the
+    name of one that did not shut down cleanly (a clean shutdown removes its row)."""
+    from .models import ACTIVE, Operation
+    from .models_health import WorkerHeartbeat
+
+    died_by = last_seen + timedelta(seconds=settings.OPERATIONS["HEARTBEAT_SECONDS"])
+    cleared = Operation.objects.filter(status__in=ACTIVE, enqueued_at__lte=died_by).update(enqueued_at=None)
+    WorkerHeartbeat.objects.filter(hostname=hostname, last_seen=last_seen).delete()
+    log.warning("worker %s stopped beating at %s; %d messages will be sent again", hostname, last_seen, cleared)
+    return cleared
 
 
 def live_workers() -> list[str]:

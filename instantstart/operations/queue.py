@@ -22,13 +22,23 @@ START_PRIORITY = 6
 
 
 def enqueue_advance(
-    operation_id: str | uuid.UUID, *, countdown: float = 0, stamp: datetime | None = None, priority: int | None = None
+    operation_id: str | uuid.UUID,
+    *,
+    countdown: float = 0,
+    stamp: datetime | None = None,
+    priority: int | None = None,
+    stamp_if_untaken: int | None = None,
 ) -> bool:
     """Ask a worker to advance the operation after ``countdown`` seconds; False if the broker refused.
 
     ``stamp`` is the ``enqueued_at`` the caller saved for this message. A broker failure is logged,
     not raised, and clears that stamp: the operation's wake-up time is already saved and the sweep
     sends the message that could not be sent.
+
+    ``stamp_if_untaken`` (the services' messages, sent after their transaction commits): stamp the
+    operation once the broker took the message, unless a worker has claimed it since (its
+    ``advance_count`` moved). A process that dies before sending leaves no stamp, so the sweep sends
+    the message it never sent.
     """
     from django.conf import settings
 
@@ -47,7 +57,22 @@ def enqueue_advance(
         if stamp is not None:
             _clear_stamp(operation_id, stamp)
         return False
+    if stamp_if_untaken is not None:
+        _stamp_sent(operation_id, stamp_if_untaken)
     return True
+
+
+def _stamp_sent(operation_id: str | uuid.UUID, advance_count: int) -> None:
+    from django.utils import timezone
+
+    from .models import Operation
+
+    try:
+        Operation.objects.filter(pk=operation_id, advance_count=advance_count, enqueued_at__isnull=True).update(
+            enqueued_at=timezone.now()
+        )
+    except Exception:  # noqa: BLE001 - without the stamp the sweep sends one more message, no more
+        log.warning("could not stamp the message of %s", operation_id, exc_info=True)
 
 
 def _clear_stamp(operation_id: str | uuid.UUID, stamp: datetime) -> None:

@@ -41,7 +41,7 @@ def start_operation(
         existing = Operation.objects.visible_to(access).filter(idempotency_key=idempotency_key).first()
         if existing is not None:
             return existing, False
-    stamp = timezone.now()
+    now = timezone.now()
     try:
         with transaction.atomic():
             operation = Operation.objects.create(
@@ -54,8 +54,7 @@ def start_operation(
                 requested_by=access.user if getattr(access.user, "pk", None) else None,
                 via=access.via,
                 idempotency_key=idempotency_key,
-                wake_at=stamp,
-                enqueued_at=stamp,  # the message sent on commit
+                wake_at=now,
             )
             Phase.objects.bulk_create(
                 Phase(operation=operation, index=index, name=step.name) for index, step in enumerate(definition.steps)
@@ -67,7 +66,7 @@ def start_operation(
                 summary=audit_summary if audit_summary is not None else params,
                 operation=operation,
             )
-            transaction.on_commit(lambda: enqueue_advance(operation.pk, stamp=stamp, priority=START_PRIORITY))
+            transaction.on_commit(lambda: enqueue_advance(operation.pk, priority=START_PRIORITY, stamp_if_untaken=0))
     except IntegrityError:
         if not idempotency_key:
             raise
@@ -78,7 +77,7 @@ def start_operation(
 
 def retry_operation(*, access: Access, operation: Operation) -> Operation:
     """Resume a failed or cancelled operation at the phase that stopped; finished phases stay done."""
-    stamp = timezone.now()
+    now = timezone.now()
     with transaction.atomic():
         locked = Operation.objects.select_for_update().get(pk=operation.pk)
         if not locked.can_retry:
@@ -95,14 +94,15 @@ def retry_operation(*, access: Access, operation: Operation) -> Operation:
             error_hint="",
             cancel_requested=False,
             finished_at=None,
-            wake_at=stamp,
-            enqueued_at=stamp,
+            wake_at=now,
+            enqueued_at=None,
         )
         record_audit(access=access, action="operation.retry", target=locked, operation=locked)
         on_retry = get_kind(locked.kind).on_retry
         if on_retry is not None:
             on_retry(locked)
-        transaction.on_commit(lambda: enqueue_advance(locked.pk, stamp=stamp, priority=START_PRIORITY))
+        count = locked.advance_count
+        transaction.on_commit(lambda: enqueue_advance(locked.pk, priority=START_PRIORITY, stamp_if_untaken=count))
     operation.refresh_from_db()
     return operation
 
@@ -113,7 +113,7 @@ def cancel_operation(*, access: Access, operation: Operation) -> Operation:
     Cloud resources already created stay (and stay recorded on the phases); a delete operation
     removes them.
     """
-    stamp = timezone.now()
+    now = timezone.now()
     with transaction.atomic():
         locked = Operation.objects.select_for_update().get(pk=operation.pk)
         if locked.is_terminal:
@@ -125,7 +125,8 @@ def cancel_operation(*, access: Access, operation: Operation) -> Operation:
             record_audit(access=access, action="operation.cancel", target=locked, operation=locked)
         # Due now, so a long wait does not delay it; the worker that holds (or next takes) the
         # lease applies the cancellation.
-        Operation.objects.filter(pk=locked.pk).update(cancel_requested=True, wake_at=stamp, enqueued_at=stamp)
-        transaction.on_commit(lambda: enqueue_advance(locked.pk, stamp=stamp))
+        Operation.objects.filter(pk=locked.pk).update(cancel_requested=True, wake_at=now, enqueued_at=None)
+        count = locked.advance_count
+        transaction.on_commit(lambda: enqueue_advance(locked.pk, stamp_if_untaken=count))
     operation.refresh_from_db()
     return operation

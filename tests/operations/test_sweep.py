@@ -40,13 +40,13 @@ def test_messages_a_dead_worker_may_have_held_are_sent_again(started, queue, set
     enqueued = Operation.objects.values_list("enqueued_at", flat=True).get(pk=op.pk)
     stale = timedelta(seconds=settings.OPERATIONS["WORKER_STALE_SECONDS"] + 1)
     later = enqueued + stale + timedelta(seconds=2)
-    WorkerHeartbeat.objects.create(hostname="alive@host pid 1", last_seen=later)
+    WorkerHeartbeat.objects.create(hostname="alive@host", last_seen=later)
     assert engine.sweep(now=later) == 0
     # A worker that beat after the message was sent, then fell silent: it may have taken it.
-    WorkerHeartbeat.objects.create(hostname="dead@host pid 2", last_seen=enqueued + timedelta(seconds=1))
+    WorkerHeartbeat.objects.create(hostname="dead@host", last_seen=enqueued + timedelta(seconds=1))
     assert engine.sweep(now=later) == 1
     assert len(queue) == 2
-    assert list(WorkerHeartbeat.objects.values_list("hostname", flat=True)) == ["alive@host pid 1"]
+    assert list(WorkerHeartbeat.objects.values_list("hostname", flat=True)) == ["alive@host"]
 
 
 def test_an_operation_with_no_message_out_gets_one_at_once(started, queue):
