@@ -12,6 +12,10 @@ driven by --workers real `celery worker` subprocesses against an in-process Sand
   ready -> next    per awaited resource (NAT gateway, EKS control plane, add-ons, HyperPod cluster,
                    nodes): when the sandbox made it ready -> when the next phase started (p50/p99)
   hand-off         for every phase transition: Phase[i].finished_at -> Phase[i+1].started_at
+  summary          one line with the hand-off and ready -> next-phase percentiles, for scripts
+
+`--engine legacy` runs the engine before issue 16 (bench/legacy_engine.py) in the same workers, to
+compare with today's engine on the same machine.
 
 Reading it: with the poll scale at 1/speedup the steps poll as often, relative to how long the
 sandbox takes, as they would against AWS. When the workers or the sandbox cannot keep up, a poll
@@ -26,20 +30,20 @@ of its own per run, and deletes the bench teams (`bench-c-*`) of the previous ru
 last run's teams, clusters and operations stay in that database for inspection; worker logs stay in /tmp):
 
   INSTANTSTART_MODE=test DJANGO_SETTINGS_MODULE=instantstart.test_settings \\
-      .venv/bin/python bench/clusters.py [--clusters 200] [--teams 20] [--workers 2] [--speedup 200]
+      .venv/bin/python bench/clusters.py [--clusters 200] [--teams 20] [--workers 2] [--speedup 200] \\
+      [--engine engine|legacy] [--pool threads] [--concurrency 8]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import math
 import os
 import re
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -52,13 +56,20 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.common import TASK_LINE, database_url, drop_queue, ensure_database, setup_django  # noqa: E402
+from bench.common import (  # noqa: E402
+    BenchWorker,
+    dist,
+    drop_queue,
+    ensure_database,
+    machine_busy_seconds,
+    percentile,
+    setup_django,
+    worker_env,
+)
 
 BENCH_DB = "instantstart_bench_clusters"
-BENCH_DB_URL = database_url(BENCH_DB)
 TEAM_PREFIX = "bench-c-"
 REGION, ZONE = "us-west-2", "us-west-2a"
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 # --- setup ----------------------------------------------------------------------------------
@@ -71,7 +82,6 @@ def engine_knobs(args) -> dict[str, str]:
         "OPERATION_BACKOFF_BASE": "0.05",
         "OPERATION_BACKOFF_MAX": "0.5",
         "OPERATION_LEASE_SECONDS": str(args.lease),
-        "OPERATION_SWEEP_GRACE": repr(args.sweep_grace),
         "OPERATION_POLL_SECONDS": repr(10.0),
         "OPERATION_TRANSIENT_RETRIES": "8",
     }
@@ -215,128 +225,11 @@ class ReadyRecorder:
 # --- the workers ----------------------------------------------------------------------------
 
 
-def proc_cpu_seconds(pgid: int) -> float:
-    """utime+stime of every live process in the process group, plus what they reaped (cutime+cstime)."""
-    total = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            raw = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = raw[raw.rindex(")") + 2 :].split()  # after "pid (comm) "
-        if int(fields[2]) != pgid:  # field 5: pgrp
-            continue
-        total += sum(int(v) for v in fields[11:15])  # fields 14-17: utime stime cutime cstime
-    return total / CLK_TCK
+def workers_env(args, queue: str, sandbox_endpoint: str) -> dict[str, str]:
+    from bench import legacy_engine
 
-
-def machine_busy_seconds() -> float:
-    """CPU seconds spent not idle on the whole machine since boot (all cores), from /proc/stat."""
-    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    idle = values[3] + (values[4] if len(values) > 4 else 0)
-    return (sum(values[:8]) - idle) / CLK_TCK
-
-
-class BenchWorker:
-    """One `celery worker` subprocess on the bench database, the run's queue and the sandbox."""
-
-    def __init__(self, index: int, queue: str, args, sandbox_endpoint: str) -> None:
-        self.index, self.queue, self.args, self.endpoint = index, queue, args, sandbox_endpoint
-        self.proc: subprocess.Popen | None = None
-        fd, path = tempfile.mkstemp(prefix=f"bench-clusters-worker{index}-", suffix=".log")
-        os.close(fd)
-        self.log_path = Path(path)
-        self.cpu_seconds = float("nan")
-        self.startup_cpu_seconds = float("nan")
-
-    def env(self) -> dict[str, str]:
-        from django.conf import settings
-
-        return {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "instantstart.test_settings",
-            "INSTANTSTART_MODE": "test",
-            "DATABASE_URL": BENCH_DB_URL,
-            "REDIS_URL": settings.REDIS_URL,
-            "CELERY_QUEUE": self.queue,
-            "SANDBOX_AWS_ENDPOINT": self.endpoint,
-            **engine_knobs(self.args),
-        }
-
-    def start(self) -> BenchWorker:
-        log = open(self.log_path, "w")  # noqa: SIM115 - kept open for the process's life
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "instantstart",
-                "worker",
-                "-Q",
-                self.queue,
-                "--pool",
-                self.args.pool,
-                "--concurrency",
-                str(self.args.concurrency),
-                "--loglevel",
-                "INFO",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-                "--hostname",
-                f"{self.queue}-{self.index}@%h",
-            ],
-            cwd=ROOT,
-            env=self.env(),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        log.close()
-        return self
-
-    def wait_ready(self) -> None:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            if "ready." in self.log():
-                self.startup_cpu_seconds = proc_cpu_seconds(self.proc.pid)
-                return
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"worker exited: {self.log()[-3000:]}")
-            time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"worker did not start: {self.log()[-3000:]}")
-
-    def stop(self) -> None:
-        """Read the CPU time, then warm shutdown (SIGTERM to the group), then SIGKILL."""
-        if self.proc and self.proc.poll() is None:
-            self.cpu_seconds = proc_cpu_seconds(self.proc.pid)
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(10)
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def task_stats(self) -> tuple[Counter, float]:
-        runs = [(float(seconds), action) for seconds, action in TASK_LINE.findall(self.log())]
-        return Counter(action for _, action in runs), sum(s for s, _ in runs)
-
-    def problems(self) -> Counter:
-        """Log lines at WARNING and above, keyed by their first 110 characters after the level."""
-        found: Counter = Counter()
-        for line in self.log().splitlines():
-            match = re.search(r"\b(WARNING|ERROR|CRITICAL)\b[/:\]]?\s*(.*)", line)
-            if match:
-                text = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<id>", match.group(2))
-                found[f"{match.group(1)} {text[:110]}"] += 1
-        return found
+    env = {**worker_env(BENCH_DB, queue), "SANDBOX_AWS_ENDPOINT": sandbox_endpoint, **engine_knobs(args)}
+    return {**env, **legacy_engine.WORKER_ENV} if args.engine == "legacy" else env
 
 
 # --- running --------------------------------------------------------------------------------
@@ -371,6 +264,7 @@ def progress(teams, started: float) -> tuple[int, int]:
 def run(args) -> int:
     from django.conf import settings
 
+    from bench import legacy_engine
     from clusters.services import create_cluster
     from instantstart.cloud.aws import forget_credentials
     from instantstart.operations import engine
@@ -384,12 +278,22 @@ def run(args) -> int:
     settings.OPERATIONS = {
         **settings.OPERATIONS,
         "POLL_SCALE": float(engine_knobs(args)["OPERATION_POLL_SCALE"]),
-        "SWEEP_GRACE_SECONDS": args.sweep_grace,
     }
     forget_credentials()
     queue = f"bench-clusters-{uuid.uuid4().hex[:8]}"
     settings.CELERY_TASK_DEFAULT_QUEUE = queue  # enqueue_advance reads it on every call
-    workers = [BenchWorker(i, queue, args, sandbox.aws_endpoint).start() for i in range(args.workers)]
+    env = workers_env(args, queue, sandbox.aws_endpoint)
+    workers = [
+        BenchWorker(
+            f"{queue}-{i}",
+            queue,
+            env,
+            pool=args.pool,
+            concurrency=args.concurrency,
+            app=legacy_engine.WORKER_APP if args.engine == "legacy" else "instantstart",
+        ).start()
+        for i in range(args.workers)
+    ]
     recorder = ReadyRecorder(sandbox.world)
     recorder.install()
     swept, finished = 0, False
@@ -402,18 +306,19 @@ def run(args) -> int:
             f"{args.clusters} clusters over {len(teams)} teams; sandbox speedup {args.speedup:g} at "
             f"{sandbox.aws_endpoint} (state dir {state_dir or 'none'}); {args.workers} worker(s) --pool {args.pool} "
             f"--concurrency {args.concurrency}; poll scale {settings.OPERATIONS['POLL_SCALE']:.4g}; sweep every "
-            f"{args.sweep_interval:g}s (grace {args.sweep_grace:g}s); queue {queue}; load average now "
+            f"{args.sweep_interval:g}s; queue {queue}; load average now "
             f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores",
             flush=True,
         )
         sandbox_reset_calls(sandbox)  # the serializer's catalog reads are not part of the creates
         cpu_self0, busy0 = sum(os.times()[:2]), machine_busy_seconds()
         started = time.monotonic()
-        for index in range(args.clusters):
-            team = teams[index % len(teams)]
-            data = copy.deepcopy(template)
-            data["name"] = f"c{index // len(teams):03d}"
-            create_cluster(access=system_access(team), data=data)
+        with legacy_engine.starts_as_before() if args.engine == "legacy" else contextlib.nullcontext():
+            for index in range(args.clusters):
+                team = teams[index % len(teams)]
+                data = copy.deepcopy(template)
+                data["name"] = f"c{index // len(teams):03d}"
+                create_cluster(access=system_access(team), data=data)
         create_seconds = time.monotonic() - started
         print(f"  created {args.clusters} clusters (and their operations) in {create_seconds:.1f}s", flush=True)
         last_report = last_sweep = time.monotonic()
@@ -468,23 +373,6 @@ def total_calls(sandbox, teams) -> Counter:
 # --- reporting ------------------------------------------------------------------------------
 
 
-def percentile(values: list[float], pct: float) -> float:
-    """Nearest-rank percentile."""
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(pct / 100 * len(ordered)) - 1)]
-
-
-def dist(values: list[float]) -> str:
-    if not values:
-        return "n=0"
-    return (
-        f"p50 {percentile(values, 50):7.3f}s  p99 {percentile(values, 99):7.3f}s  "
-        f"max {max(values):7.3f}s  n={len(values)}"
-    )
-
-
 def report(args, teams, workers, recorder, calls, cpu_self, busy, wall_driver, create_seconds, swept) -> None:
     from django.db.models import Max, Min
 
@@ -507,7 +395,7 @@ def report(args, teams, workers, recorder, calls, cpu_self, busy, wall_driver, c
     print("=" * 100)
     print(
         f"OUTCOME  {len(succeeded)} succeeded, {len(failed)} failed, {n - len(succeeded) - len(failed)} unfinished "
-        f"of {n} clusters ({len(teams)} teams, {args.workers} worker(s) --pool {args.pool} "
+        f"of {n} clusters ({len(teams)} teams, {args.engine} engine, {args.workers} worker(s) --pool {args.pool} "
         f"--concurrency {args.concurrency}, sandbox speedup {args.speedup:g})"
     )
     print(
@@ -607,8 +495,11 @@ def report(args, teams, workers, recorder, calls, cpu_self, busy, wall_driver, c
     print(
         "HAND-OFF LAG  Phase[i].finished_at -> Phase[i+1].started_at: the engine's own scheduling delay between phases"
     )
-    print("  (a Done re-enqueues with countdown 0: broker round trip + queueing behind other tasks + the lease)")
-    everything = [v for values in handoff.values() for v in values]
+    print(
+        "  (the next phase runs in the same task while within OPERATION_HANDOFF_SECONDS; past it a Done re-enqueues"
+        " with countdown 0)"
+    )
+    everything = handoffs = [v for values in handoff.values() for v in values]
     for key, values in handoff.items():
         print(f"  {key:26s} {dist(values)}")
     print(f"  {'all transitions':26s} {dist(everything)}")
@@ -685,6 +576,7 @@ def report(args, teams, workers, recorder, calls, cpu_self, busy, wall_driver, c
         )
         print(f"  {'  detected (-> finished_at)':32s} {dist(detect_lags.get(name, []))}")
     print(f"  {'all awaited resources':32s} {dist(everything)}")
+    ready_everything = everything
     if missing:
         print(f"  (no sandbox ready time recorded for: {dict(missing)})")
     print(f"  recorder: {recorder.ticks} sandbox ticks wrapped, {recorder.seconds:.2f}s spent in its own bookkeeping")
@@ -715,6 +607,15 @@ def report(args, teams, workers, recorder, calls, cpu_self, busy, wall_driver, c
     for line, count in problems.most_common(12):
         print(f"  x{count:<5d} {line}")
     print("worker logs: " + ", ".join(str(w.log_path) for w in workers))
+    polls = [waits[name] * poll for name in awaited if name in order and not math.isnan(waits[name])]
+    print(
+        f"summary clusters={n} succeeded={len(succeeded)} wall_s={wall:.1f} "
+        f"handoff_p50_s={percentile(handoffs, 50):.3f} handoff_p99_s={percentile(handoffs, 99):.3f} "
+        f"ready_next_p50_s={percentile(ready_everything, 50):.3f} "
+        f"ready_next_p99_s={percentile(ready_everything, 99):.3f} "
+        f"shortest_poll_s={min(polls, default=float('nan')):.3f} "
+        f"workers={args.workers} pool={args.pool} concurrency={args.concurrency} engine={args.engine}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -722,6 +623,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clusters", type=int, default=200, help="clusters to create")
     parser.add_argument("--teams", type=int, default=20, help="teams (each an emulated AWS account)")
     parser.add_argument("--workers", type=int, default=2, help="celery worker processes")
+    parser.add_argument(
+        "--engine",
+        choices=["engine", "legacy"],
+        default="engine",
+        help="legacy: the engine before issue 16 (bench/legacy_engine.py), for comparison",
+    )
     parser.add_argument("--pool", choices=["threads", "prefork", "solo"], default="threads", help="celery pool")
     parser.add_argument("--concurrency", type=int, default=8, help="threads/processes per worker")
     parser.add_argument("--speedup", type=float, default=200.0, help="sandbox speedup (real-world s / sandbox s)")
@@ -733,7 +640,6 @@ def main(argv: list[str] | None = None) -> int:
         default=15.0,
         help="seconds between sweeps run by this process, as celery beat does (production 15; 0: none)",
     )
-    parser.add_argument("--sweep-grace", type=float, default=30.0, help="OPERATION_SWEEP_GRACE (production 30)")
     parser.add_argument("--report-every", type=float, default=10.0, help="seconds between progress lines")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for the operations")
     parser.add_argument(

@@ -158,8 +158,17 @@ REDIS_URL = env_str(
     "redis://127.0.0.1:6379/0" if MODE == "test" else None,
     required=MODE == "production" and not ALL_IN_ONE,
 )
+# Redis holds a message that a worker took but has not acknowledged for this long, then gives it
+# to another worker: a countdown (which a worker holds until it is due) must stay well below it.
+CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=2)
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
+        # Look for messages of dead workers often enough to give them back soon after the timeout.
+        "unacked_restore_interval": max(1, min(10, CELERY_VISIBILITY_TIMEOUT // 10)),
+        "unacked_restore_throttle": 1,
+    }
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}}
 else:
     # Standalone and all-in-one: a broker that is just folders, so web server and worker (separate
@@ -189,6 +198,18 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 240, minimu
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 300, minimum=1)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Worker pool: steps spend their time waiting on AWS/Kubernetes/PostgreSQL, so threads share one
+# process well (bench/engine.py and bench/clusters.py measure it); `celery worker` reads these.
+CELERY_WORKER_POOL = env_choice("CELERY_WORKER_POOL", "threads", ("threads", "prefork", "solo"))
+# SQLite (standalone, all-in-one) lets one writer in at a time: fewer threads wait less on its lock.
+_ON_SQLITE = DATABASES["default"]["ENGINE"].endswith("sqlite3")
+CELERY_WORKER_CONCURRENCY = env_int("CELERY_WORKER_CONCURRENCY", 4 if _ON_SQLITE else 8, minimum=1)
+# Celery's Django fixup closes every database connection before and after each task; this keeps
+# it from doing so (instantstart/celery.py closes only what CONN_MAX_AGE says is obsolete).
+CELERY_DB_REUSE_MAX = 1_000_000_000
+# Seconds a worker keeps a database connection open (Django's CONN_MAX_AGE, in workers only): a
+# new connection per task costs more than the advance it serves. 0 closes after every task.
+WORKER_DB_CONN_MAX_AGE = env_int("WORKER_DB_CONN_MAX_AGE", 600, minimum=0)
 
 # --- operations engine ----------------------------------------------------------------------
 OPERATIONS = {
@@ -196,12 +217,20 @@ OPERATIONS = {
     # worker died and the sweep may hand the operation to another worker.
     "LEASE_SECONDS": env_int("OPERATION_LEASE_SECONDS", 300, minimum=1),
     "SWEEP_INTERVAL_SECONDS": env_float("OPERATION_SWEEP_INTERVAL", 15.0, minimum=0.05),
-    # Grace after an operation's wake-up time before the sweep considers its message lost.
-    "SWEEP_GRACE_SECONDS": env_float("OPERATION_SWEEP_GRACE", 30.0, minimum=0.0),
     "TRANSIENT_RETRIES": env_int("OPERATION_TRANSIENT_RETRIES", 8, minimum=0),
     "BACKOFF_BASE_SECONDS": env_float("OPERATION_BACKOFF_BASE", 2.0, minimum=0.0),
     "BACKOFF_MAX_SECONDS": env_float("OPERATION_BACKOFF_MAX", 60.0, minimum=0.0),
     "DEFAULT_POLL_SECONDS": env_float("OPERATION_POLL_SECONDS", 10.0, minimum=0.0),
+    # A finished phase runs the next one in the same task while the task has run less than this;
+    # 0 sends every phase through the queue.
+    "HANDOFF_SECONDS": env_float("OPERATION_HANDOFF_SECONDS", 60.0, minimum=0.0),
+    # The longest countdown sent to the broker. A longer wait is kept in the database only and
+    # the sweep sends its message when it comes due, so no worker holds it past the broker's
+    # visibility timeout (which would deliver it twice).
+    "MAX_COUNTDOWN_SECONDS": env_float("OPERATION_MAX_COUNTDOWN", 600.0, minimum=0.0),
+    # Workers write a heartbeat this often; one silent for 4.5 times as long is dead, and the
+    # sweep sends again the messages it may have held. Tests kill workers on purpose: 1 s there.
+    "HEARTBEAT_SECONDS": env_float("WORKER_HEARTBEAT_INTERVAL", 1.0 if MODE == "test" else 10.0, minimum=0.05),
     # Multiplies every wait between polls. The sandbox runs real-world durations SANDBOX_SPEEDUP
     # times faster, so standalone polls that much more often by default.
     "POLL_SCALE": env_float(
@@ -210,6 +239,19 @@ OPERATIONS = {
         minimum=0.0,
     ),
 }
+OPERATIONS["WORKER_STALE_SECONDS"] = 4.5 * OPERATIONS["HEARTBEAT_SECONDS"]
+# Last resort for a message that vanished from the broker itself (e.g. Redis restarted without
+# persistence): a message still outstanding this long after it was sent is sent again.
+OPERATIONS["MESSAGE_LOST_AFTER_SECONDS"] = env_float(
+    "OPERATION_MESSAGE_LOST_AFTER",
+    CELERY_VISIBILITY_TIMEOUT + OPERATIONS["MAX_COUNTDOWN_SECONDS"],
+    minimum=1.0,
+)
+if REDIS_URL and OPERATIONS["MAX_COUNTDOWN_SECONDS"] > CELERY_VISIBILITY_TIMEOUT / 2:
+    raise ImproperlyConfigured(
+        f"OPERATION_MAX_COUNTDOWN={OPERATIONS['MAX_COUNTDOWN_SECONDS']:g} must be at most half of "
+        f"CELERY_VISIBILITY_TIMEOUT={CELERY_VISIBILITY_TIMEOUT}: Redis would deliver longer countdowns twice"
+    )
 CELERY_BEAT_SCHEDULE = {
     "sweep-operations": {
         "task": "instantstart.operations.tasks.sweep",

@@ -10,7 +10,6 @@ import atexit
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -20,6 +19,7 @@ from django.conf import settings
 from django.test import Client
 from rest_framework.test import APIClient
 
+from instantstart.operations.worker_command import ADVANCE_LOG_LINE, worker_argv
 from instantstart.tenancy.models import Team
 from instantstart.tenancy.roles import Role
 from tests.factories import TeamFactory
@@ -170,8 +170,12 @@ def _kill_leftover_workers() -> None:
 class WorkerProcess:
     """A `celery worker` subprocess on this test database and a queue of its own."""
 
-    def __init__(self, queue: str, extra_env: dict[str, str] | None = None) -> None:
-        self.queue = queue
+    def __init__(
+        self, queue: str, extra_env: dict[str, str] | None = None, *, pool: str = "solo", concurrency: int = 1
+    ) -> None:
+        # Solo by default: one step at a time makes a test's worker log easy to read; tests of
+        # concurrency ask for threads.
+        self.queue, self.pool, self.concurrency = queue, pool, concurrency
         self.extra_env = extra_env or {}
         self.proc: subprocess.Popen | None = None
         self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"worker-{queue}-{uuid.uuid4().hex[:6]}.log"
@@ -179,6 +183,7 @@ class WorkerProcess:
     def env(self) -> dict[str, str]:
         db = settings.DATABASES["default"]
         host, port, user = db["HOST"] or "127.0.0.1", db["PORT"] or 5432, db["USER"] or "postgres"
+        operations = settings.OPERATIONS
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "instantstart.test_settings",
@@ -186,13 +191,17 @@ class WorkerProcess:
             "DATABASE_URL": f"postgres://{user}@{host}:{port}/{db['NAME']}",
             "REDIS_URL": settings.REDIS_URL,
             "CELERY_QUEUE": self.queue,
-            "OPERATION_LEASE_SECONDS": str(settings.OPERATIONS["LEASE_SECONDS"]),
-            "OPERATION_BACKOFF_BASE": str(settings.OPERATIONS["BACKOFF_BASE_SECONDS"]),
-            "OPERATION_BACKOFF_MAX": str(settings.OPERATIONS["BACKOFF_MAX_SECONDS"]),
-            "OPERATION_POLL_SECONDS": str(settings.OPERATIONS["DEFAULT_POLL_SECONDS"]),
-            "OPERATION_SWEEP_GRACE": str(settings.OPERATIONS["SWEEP_GRACE_SECONDS"]),
-            "OPERATION_POLL_SCALE": str(settings.OPERATIONS["POLL_SCALE"]),
-            "OPERATION_TRANSIENT_RETRIES": str(settings.OPERATIONS["TRANSIENT_RETRIES"]),
+            "OPERATION_LEASE_SECONDS": str(operations["LEASE_SECONDS"]),
+            "OPERATION_BACKOFF_BASE": str(operations["BACKOFF_BASE_SECONDS"]),
+            "OPERATION_BACKOFF_MAX": str(operations["BACKOFF_MAX_SECONDS"]),
+            "OPERATION_POLL_SECONDS": str(operations["DEFAULT_POLL_SECONDS"]),
+            "OPERATION_POLL_SCALE": str(operations["POLL_SCALE"]),
+            "OPERATION_TRANSIENT_RETRIES": str(operations["TRANSIENT_RETRIES"]),
+            "OPERATION_HANDOFF_SECONDS": str(operations["HANDOFF_SECONDS"]),
+            "OPERATION_MAX_COUNTDOWN": str(operations["MAX_COUNTDOWN_SECONDS"]),
+            "OPERATION_MESSAGE_LOST_AFTER": str(operations["MESSAGE_LOST_AFTER_SECONDS"]),
+            "WORKER_HEARTBEAT_INTERVAL": str(operations["HEARTBEAT_SECONDS"]),
+            "CELERY_VISIBILITY_TIMEOUT": str(settings.CELERY_VISIBILITY_TIMEOUT),
             "SANDBOX_AWS_ENDPOINT": settings.SANDBOX_AWS_ENDPOINT or "",
         }
         env.update(self.extra_env)
@@ -201,24 +210,9 @@ class WorkerProcess:
     def start(self) -> WorkerProcess:
         log = open(self.log_path, "w")  # noqa: SIM115 - kept open for the process's life
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "instantstart",
-                "worker",
-                "-Q",
-                self.queue,
-                "--pool",
-                "solo",
-                "--loglevel",
-                "INFO",
-                "--without-gossip",
-                "--without-mingle",
-                "--hostname",
-                f"test-{self.queue}@%h",
-            ],
+            worker_argv(
+                queue=self.queue, pool=self.pool, concurrency=self.concurrency, hostname=f"test-{self.queue}@%h"
+            ),
             cwd=ROOT,
             env=self.env(),
             stdout=log,
@@ -254,6 +248,10 @@ class WorkerProcess:
     def log(self) -> str:
         return self.log_path.read_text()
 
+    def advance_outcomes(self) -> list[str]:
+        """What each advance task this worker ran returned (skipped, wait, succeeded, ...), in order."""
+        return [action for _, action in ADVANCE_LOG_LINE.findall(self.log())]
+
 
 @pytest.fixture
 def worker_queue(settings) -> str:
@@ -268,8 +266,8 @@ def start_worker(transactional_db, worker_queue):
     """Start real worker processes (call it; it returns the WorkerProcess). Stopped afterwards."""
     workers: list[WorkerProcess] = []
 
-    def start(**extra_env: str) -> WorkerProcess:
-        worker = WorkerProcess(worker_queue, extra_env).start()
+    def start(pool: str = "solo", concurrency: int = 1, **extra_env: str) -> WorkerProcess:
+        worker = WorkerProcess(worker_queue, extra_env, pool=pool, concurrency=concurrency).start()
         workers.append(worker)
         return worker
 

@@ -67,6 +67,7 @@ class OperationAdmin(admin.ModelAdmin):
         "lease_token",
         "lease_until",
         "wake_at",
+        "enqueued_at",
         "advance_count",
         "created_at",
         "started_at",

@@ -1,31 +1,42 @@
-"""The operation engine: advance one operation by one step, under a lease.
+"""The operation engine: advance one operation by one or more steps, under a lease.
 
 `advance` is what the Celery task runs. It never sleeps: a step that must wait for the cloud
 returns Wait and the engine re-enqueues itself with a countdown, so one worker can drive
 thousands of operations. A lease taken with a conditional UPDATE makes sure two workers never
 run a step of the same operation at once; an expired lease (the worker died) lets the sweep
 hand the operation to another worker, which resumes from what the phase recorded.
+
+One advance costs two statements of its own on PostgreSQL (see lease.py): the claim, which also
+returns the operation and its current phase, and one write that saves the step's result, sets
+the wake-up and releases the lease. When a phase finishes, the next one runs in the same task
+(one write hands off) while the task is within its hand-off budget: no queue round trip between
+phases. Waits longer than a broker may hold a message are not sent; the sweep sends them when due.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
+import time
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from instantstart.cloud.errors import classify
 
+from . import lease
 from .context import StepContext
-from .models import ACTIVE, Operation, OperationStatus, Phase, PhaseStatus
+from .heartbeat import forget_messages_of
+from .lease import Sql
+from .models import ACTIVE, Operation, OperationStatus, Phase, PhaseStatus, WorkerHeartbeat
 from .queue import enqueue_advance
-from .registry import get_kind
+from .registry import OperationKind, Step, get_kind
 from .results import Done, Fail, PermanentError, StepResult, TransientError, Wait
 
 log = logging.getLogger(__name__)
@@ -45,6 +56,7 @@ class Outcome:
 
     action: str  # skipped | done | wait | failed | succeeded | cancelled
     next_in: float | None = None
+    steps: int = 0  # step runs in this advance (more than one after a same-task hand-off)
 
 
 def backoff_seconds(failures: int) -> float:
@@ -60,122 +72,236 @@ def _jitter(seconds: float) -> float:
 
 
 def advance(operation_id: str | uuid.UUID) -> Outcome:
-    """Run the current step of one operation once, if it is due and nobody else holds it."""
-    now = timezone.now()
+    """Run the current step of one operation, if it is due and nobody else holds it.
+
+    A finished phase hands off to the next one in the same call while within the hand-off budget.
+    """
     token = uuid.uuid4()
-    taken = (
-        Operation.objects.filter(pk=operation_id, status__in=ACTIVE)
-        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
-        .filter(Q(wake_at__isnull=True) | Q(wake_at__lte=now + _EARLY_TOLERANCE))
-        .update(
-            lease_token=token,
-            lease_until=now + timedelta(seconds=_conf("LEASE_SECONDS")),
-            advance_count=F("advance_count") + 1,
-        )
+    now = timezone.now()
+    claimed = lease.claim(
+        operation_id,
+        token,
+        now=now,
+        until=now + timedelta(seconds=_conf("LEASE_SECONDS")),
+        due_by=now + _EARLY_TOLERANCE,
     )
-    if not taken:
+    if claimed is None:
         return Outcome("skipped")
-    outcome = Outcome("skipped")
+    operation, phase = claimed
     try:
-        operation = Operation.objects.select_related("team", "target_type").get(pk=operation_id)
-        outcome = _advance_leased(operation, token)
-    finally:
-        # Released before the next message is sent, so that message finds the operation free.
-        Operation.objects.filter(pk=operation_id, lease_token=token).update(lease_token=None, lease_until=None)
-    if outcome.next_in is not None:
-        enqueue_advance(operation_id, countdown=outcome.next_in)
+        outcome = _Run(operation, phase, token).run()
+    except BaseException:
+        # Given back so the sweep's next message finds the operation free; the step may be redone.
+        try:
+            lease.release(operation.pk, token)
+        except Exception:  # noqa: BLE001 - the lease then expires on its own
+            log.warning("could not release the lease of %s", operation.pk, exc_info=True)
+        raise
     return outcome
 
 
-def _advance_leased(operation: Operation, token: uuid.UUID) -> Outcome:
-    now = timezone.now()
-    if operation.cancel_requested:
-        _finish(operation, token, OperationStatus.CANCELLED, phase_status=PhaseStatus.CANCELLED)
-        return Outcome("cancelled")
-    phase = operation.current_phase()
-    if phase is None:
-        _finish(operation, token, OperationStatus.SUCCEEDED)
-        return Outcome("succeeded")
-    kind = get_kind(operation.kind)
-    step = kind.step(phase.name)
+class _Run:
+    """One advance of one leased operation: its steps, until one waits, fails or the budget ends."""
 
-    if operation.status == OperationStatus.PENDING:
-        operation.status = OperationStatus.RUNNING
-        operation.started_at = operation.started_at or now
-        Operation.objects.filter(pk=operation.pk, lease_token=token).update(
-            status=OperationStatus.RUNNING, started_at=operation.started_at
+    def __init__(self, operation: Operation, phase: Phase | None, token: uuid.UUID) -> None:
+        self.operation, self.phase, self.token = operation, phase, token
+        self.kind: OperationKind = get_kind(operation.kind)
+        self.started = time.monotonic()
+        self.steps = 0
+
+    def run(self) -> Outcome:
+        while True:
+            if self.operation.cancel_requested:
+                return self._finish(OperationStatus.CANCELLED, phase_status=PhaseStatus.CANCELLED)
+            if self.phase is None:
+                return self._finish(OperationStatus.SUCCEEDED)
+            step = self.kind.step(self.phase.name)
+            if self.phase.status != PhaseStatus.RUNNING and not self._start_phase():
+                return Outcome("skipped", steps=self.steps)
+            ctx = StepContext(operation=self.operation, phase=self.phase, lease_token=self.token)
+            result = _run_step(step, ctx)
+            self.steps += 1
+            if result is None:  # the lease was lost while the step ran
+                return Outcome("skipped", steps=self.steps)
+            outcome = self._save(step, ctx, result)
+            if outcome is not None:
+                return outcome
+
+    def _start_phase(self) -> bool:
+        phase, now = self.phase, timezone.now()
+        phase.status, phase.started_at = PhaseStatus.RUNNING, phase.started_at or now
+        phase.attempts, phase.finished_at = phase.attempts + 1, None
+        values = {"status": phase.status, "started_at": phase.started_at, "attempts": phase.attempts}
+        written = lease.write(
+            self.operation.pk,
+            self.token,
+            operation={"lease_until": now + timedelta(seconds=_conf("LEASE_SECONDS"))},
+            phases={phase.pk: {**values, "finished_at": None}},
         )
-    if phase.status != PhaseStatus.RUNNING:
-        phase.status = PhaseStatus.RUNNING
-        phase.started_at = phase.started_at or now
-        phase.attempts += 1
-        phase.finished_at = None
-        Phase.objects.filter(pk=phase.pk).update(
-            status=phase.status, started_at=phase.started_at, attempts=phase.attempts, finished_at=None
+        self.operation.cancel_requested = written.cancel_requested
+        return written.held
+
+    def _save(self, step: Step, ctx: StepContext, result: StepResult | _Transient) -> Outcome | None:
+        """Save one step's result; None means: go on with the next phase in this task."""
+        phase = self.phase
+        if isinstance(result, _Transient):
+            phase.transient_failures += 1
+            result = given_up(result, phase.transient_failures) or result
+            if isinstance(result, _Transient):
+                phase.attempts += 1
+                message = f"Temporary error ({result.code}): {result.message}. Retrying."
+                return self._wait(ctx, backoff_seconds(phase.transient_failures), message)
+
+        if isinstance(result, Wait):
+            seconds = result.seconds if result.seconds is not None else step.poll_seconds
+            if seconds is None:
+                seconds = _conf("DEFAULT_POLL_SECONDS")
+            phase.transient_failures = 0
+            return self._wait(ctx, _jitter(seconds * _conf("POLL_SCALE")), result.message)
+
+        if isinstance(result, Done):
+            return self._done(ctx, result)
+
+        assert isinstance(result, Fail)
+        self.operation.error_code, self.operation.error_message = result.code, result.message
+        self.operation.error_hint = result.hint
+        return self._finish(
+            OperationStatus.FAILED,
+            phase_status=PhaseStatus.FAILED,
+            phase_values={"message": result.message, "transient_failures": phase.transient_failures},
+            ctx=ctx,
         )
 
-    result = _run_step(step, StepContext(operation=operation, phase=phase))
+    def _phase_result(self, ctx: StepContext, **values) -> dict[int, dict]:
+        if ctx.pending_state:
+            values["state"] = self.phase.state
+        return {self.phase.pk: values}
 
-    if isinstance(result, _Transient):
-        phase.transient_failures += 1
-        if phase.transient_failures > _conf("TRANSIENT_RETRIES"):
-            result = Fail(
-                f"{result.message} (still failing after {phase.transient_failures} tries)",
-                hint="The cloud kept answering with temporary errors. Retry the operation later.",
-                code=result.code,
+    def _wait(self, ctx: StepContext, delay: float, message: str) -> Outcome:
+        now = timezone.now()
+        wake = now + timedelta(seconds=delay)
+        # A countdown longer than the broker may hold a message is not sent: the sweep sends it
+        # when it comes due (Redis would otherwise deliver it again after its visibility timeout).
+        send = delay <= _conf("MAX_COUNTDOWN_SECONDS")
+        phase = self.phase
+        cancelled = f"CASE WHEN {_col('cancel_requested')} THEN %s ELSE %s END"
+        written = lease.write(
+            self.operation.pk,
+            self.token,
+            operation={
+                # A cancel that arrived while the step ran is applied now, not after the wait.
+                "wake_at": Sql(cancelled, (now, wake)),
+                "enqueued_at": Sql(cancelled, (now, now if send else None)),
+                **_released(),
+            },
+            phases=self._phase_result(
+                ctx, message=message, attempts=phase.attempts, transient_failures=phase.transient_failures
+            ),
+        )
+        if not written.held:
+            return Outcome("skipped", steps=self.steps)
+        if written.cancel_requested:
+            delay, send = 0.0, True
+        if send:
+            enqueue_advance(self.operation.pk, countdown=delay, stamp=now)
+        return Outcome("wait", next_in=delay, steps=self.steps)
+
+    def _done(self, ctx: StepContext, result: Done) -> Outcome | None:
+        now = timezone.now()
+        finished = self._phase_result(
+            ctx, status=PhaseStatus.SUCCEEDED, message=result.message, finished_at=now, transient_failures=0
+        )
+        following = self.phase.index + 1
+        if following >= len(self.kind.steps):  # the kind's step list says: no next phase
+            return self._finish(OperationStatus.SUCCEEDED, done=finished)
+        if time.monotonic() - self.started < _conf("HANDOFF_SECONDS"):
+            written = lease.write(
+                self.operation.pk,
+                self.token,
+                operation={
+                    "wake_at": now,
+                    "lease_until": now + timedelta(seconds=_conf("LEASE_SECONDS")),
+                    "advance_count": Sql(f"{_col('advance_count')} + 1"),
+                },
+                phases=finished,
+                start_index=following,
+                start={
+                    "status": PhaseStatus.RUNNING,
+                    "started_at": Sql(f"COALESCE({_col('started_at')}, %s)", (now,)),
+                    "attempts": Sql(f"{_col('attempts')} + 1"),
+                    "finished_at": None,
+                },
             )
-        else:
-            delay = backoff_seconds(phase.transient_failures)
-            phase.attempts += 1
-            return _save_wait(
-                operation, phase, token, delay, f"Temporary error ({result.code}): {result.message}. Retrying."
+            if not written.held:
+                return Outcome("skipped", steps=self.steps)
+            self.operation.cancel_requested = written.cancel_requested
+            self.operation.wake_at = now
+            if written.next_phase is None:  # fewer phases stored than the kind has steps
+                return self._finish(OperationStatus.SUCCEEDED)
+            self.phase = written.next_phase
+            return None
+        # Out of budget: the next phase goes through the queue, so other operations get their turn.
+        written = lease.write(
+            self.operation.pk,
+            self.token,
+            operation={"wake_at": now, "enqueued_at": now, **_released()},
+            phases=finished,
+        )
+        if not written.held:
+            return Outcome("skipped", steps=self.steps)
+        enqueue_advance(self.operation.pk, countdown=0, stamp=now)
+        return Outcome("done", next_in=0, steps=self.steps)
+
+    def _finish(
+        self,
+        status: str,
+        *,
+        phase_status: str | None = None,
+        phase_values: dict | None = None,
+        ctx: StepContext | None = None,
+        done: dict[int, dict] | None = None,
+    ) -> Outcome:
+        now = timezone.now()
+        operation = self.operation
+        values = {
+            "status": status,
+            "finished_at": now,
+            "wake_at": None,
+            "enqueued_at": None,
+            "cancel_requested": False,
+            **_released(),
+        }
+        if status == OperationStatus.FAILED:
+            values.update(
+                error_code=operation.error_code, error_message=operation.error_message, error_hint=operation.error_hint
             )
+        phases = dict(done or {})
+        if phase_status is not None and self.phase is not None:
+            extra = phase_values or {}
+            if ctx is not None and ctx.pending_state:
+                extra = {**extra, "state": self.phase.state}
+            phases[self.phase.pk] = {"status": phase_status, "finished_at": now, **extra}
+        if not lease.write(operation.pk, self.token, operation=values, phases=phases).held:
+            return Outcome("skipped", steps=self.steps)
+        operation.status, operation.finished_at = status, now
+        if self.kind.on_finish is not None:
+            try:
+                self.kind.on_finish(operation)
+            except Exception:  # noqa: BLE001 - the operation's own outcome is already saved
+                log.exception("on_finish of %s failed", operation.pk)
+        action = {OperationStatus.SUCCEEDED: "succeeded", OperationStatus.FAILED: "failed"}.get(status, "cancelled")
+        return Outcome(action, steps=self.steps)
 
-    if isinstance(result, Wait):
-        seconds = result.seconds if result.seconds is not None else step.poll_seconds
-        if seconds is None:
-            seconds = _conf("DEFAULT_POLL_SECONDS")
-        phase.transient_failures = 0
-        return _save_wait(operation, phase, token, _jitter(seconds * _conf("POLL_SCALE")), result.message)
 
-    if isinstance(result, Done):
-        with transaction.atomic():
-            if not _still_leased(operation, token):
-                return Outcome("skipped")
-            Phase.objects.filter(pk=phase.pk).update(
-                status=PhaseStatus.SUCCEEDED,
-                message=result.message,
-                finished_at=timezone.now(),
-                transient_failures=0,
-            )
-            has_next = operation.phases.filter(index__gt=phase.index).exists()
-            if has_next:
-                Operation.objects.filter(pk=operation.pk).update(wake_at=timezone.now())
-        if not has_next:
-            _finish(operation, token, OperationStatus.SUCCEEDED)
-            return Outcome("succeeded")
-        return Outcome("done", next_in=0)
+def _released() -> dict:
+    return {"lease_token": None, "lease_until": None}
 
-    assert isinstance(result, Fail)
-    with transaction.atomic():
-        if not _still_leased(operation, token):
-            return Outcome("skipped")
-        Phase.objects.filter(pk=phase.pk).update(
-            status=PhaseStatus.FAILED,
-            message=result.message,
-            finished_at=timezone.now(),
-            transient_failures=phase.transient_failures,
-        )
-        operation.error_code, operation.error_message, operation.error_hint = (
-            result.code,
-            result.message,
-            result.hint,
-        )
-        Operation.objects.filter(pk=operation.pk).update(
-            error_code=result.code, error_message=result.message, error_hint=result.hint
-        )
-    _finish(operation, token, OperationStatus.FAILED)
-    return Outcome("failed")
+
+@functools.cache
+def _col(name: str) -> str:
+    from django.db import connection
+
+    return connection.ops.quote_name(name)  # the same on PostgreSQL and SQLite
 
 
 @dataclass(frozen=True)
@@ -184,9 +310,13 @@ class _Transient:
     message: str
 
 
-def _run_step(step, ctx: StepContext) -> StepResult | _Transient:
+def _run_step(step: Step, ctx: StepContext) -> StepResult | _Transient | None:
+    """Run the step once and turn whatever it raised into a result; None if the lease was lost."""
     try:
         result = step.run(ctx)
+    except lease.LeaseLost:
+        log.warning("operation %s was taken over by another worker during step %s", ctx.operation.pk, step.name)
+        return None
     except TransientError as exc:
         return _Transient("TransientError", str(exc))
     except PermanentError as exc:
@@ -212,63 +342,64 @@ def _run_step(step, ctx: StepContext) -> StepResult | _Transient:
     return result
 
 
+def given_up(transient: _Transient, failures: int) -> Fail | None:
+    """The failure a phase ends with once temporary errors went on past OPERATION_TRANSIENT_RETRIES."""
+    if failures <= _conf("TRANSIENT_RETRIES"):
+        return None
+    return Fail(
+        f"{transient.message} (still failing after {failures} tries)",
+        hint="The cloud kept answering with temporary errors. Retry the operation later.",
+        code=transient.code,
+    )
+
+
 def _hint_for(code: str) -> str:
     if code in {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation"}:
         return "The team's AWS role lacks a permission: check the role's policies, then retry."
     return "Fix what the message says, then retry the operation; finished phases are not redone."
 
 
-def _save_wait(operation: Operation, phase: Phase, token: uuid.UUID, delay: float, message: str) -> Outcome:
-    wake = timezone.now() + timedelta(seconds=delay)
-    with transaction.atomic():
-        if not _still_leased(operation, token):
-            return Outcome("skipped")
-        Operation.objects.filter(pk=operation.pk).update(wake_at=wake)
-        Phase.objects.filter(pk=phase.pk).update(
-            message=message, attempts=phase.attempts, transient_failures=phase.transient_failures
-        )
-    return Outcome("wait", next_in=delay)
+# --- the sweep ------------------------------------------------------------------------------
 
 
-def _still_leased(operation: Operation, token: uuid.UUID) -> bool:
-    # Locks the row for the rest of the transaction; a lost lease means another worker took over.
-    return Operation.objects.select_for_update().filter(pk=operation.pk, lease_token=token).exists()
+def sweep(now: datetime | None = None) -> int:
+    """Send the messages that are missing; returns how many were sent.
 
-
-def _finish(operation: Operation, token: uuid.UUID, status: str, *, phase_status: str | None = None) -> None:
-    now = timezone.now()
-    with transaction.atomic():
-        if not _still_leased(operation, token):
-            return
-        if phase_status is not None:
-            current = operation.current_phase()
-            if current is not None:
-                Phase.objects.filter(pk=current.pk).update(status=phase_status, finished_at=now)
-        Operation.objects.filter(pk=operation.pk).update(
-            status=status, finished_at=now, wake_at=None, cancel_requested=False
-        )
-    operation.status = status
-    operation.finished_at = now
-    kind = get_kind(operation.kind)
-    if kind.on_finish is not None:
-        try:
-            kind.on_finish(operation)
-        except Exception:  # noqa: BLE001 - the operation's own outcome is already saved
-            log.exception("on_finish of %s failed", operation.pk)
-
-
-def sweep(now=None) -> int:
-    """Re-enqueue active operations that are due and free: their message was lost or their worker died."""
+    An active operation whose lease is free needs a message when its wake-up is near and none is
+    outstanding (``enqueued_at`` is null): its wait was longer than a broker holds a message, its
+    send failed, or its worker died mid-step (the claim had taken the message). A message counts
+    as outstanding while it is queued, however long the backlog: the sweep adds no duplicate for
+    it. It counts as lost when the worker that may have held it stopped beating (its stamps are
+    cleared), or, as a last resort, when it is older than OPERATION_MESSAGE_LOST_AFTER.
+    """
     now = now or timezone.now()
-    grace = timedelta(seconds=_conf("SWEEP_GRACE_SECONDS"))
-    stalled = (
+    _forget_messages_of_dead_workers(now)
+    horizon = now + timedelta(seconds=min(2 * _conf("SWEEP_INTERVAL_SECONDS"), _conf("MAX_COUNTDOWN_SECONDS")))
+    lost_before = now - timedelta(seconds=_conf("MESSAGE_LOST_AFTER_SECONDS"))
+    due = (
         Operation.objects.filter(status__in=ACTIVE)
-        .filter(Q(wake_at__isnull=True) | Q(wake_at__lte=now - grace))
         .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
-        .values_list("pk", flat=True)[:1000]
+        .filter(Q(wake_at__isnull=True) | Q(wake_at__lte=horizon))
+        # An expired lease means the worker that took the message died mid-step: send one again.
+        .filter(Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=lost_before) | Q(lease_until__isnull=False))
     )
-    count = 0
-    for pk in stalled:
-        enqueue_advance(pk, countdown=0)
-        count += 1
-    return count
+    with transaction.atomic():
+        # SKIP LOCKED on PostgreSQL: two sweeps never send the same message; SQLite ignores it
+        # and serializes the transaction instead.
+        picked = list(due.select_for_update(skip_locked=True).order_by("wake_at").values_list("pk", "wake_at")[:1000])
+        if picked:
+            Operation.objects.filter(pk__in=[pk for pk, _ in picked]).update(enqueued_at=now)
+    for pk, wake_at in picked:
+        countdown = max(0.0, (wake_at - now).total_seconds()) if wake_at else 0.0
+        enqueue_advance(pk, countdown=countdown, stamp=now)
+    return len(picked)
+
+
+def _forget_messages_of_dead_workers(now: datetime) -> None:
+    """A worker that stopped beating took the messages it held with it (Redis gives them back only
+    after its visibility timeout): clear the stamps of every message sent before it died, so the
+    sweep sends those again now. Messages that were still queued elsewhere become one duplicate
+    each, which the lease drops."""
+    stale = now - timedelta(seconds=_conf("WORKER_STALE_SECONDS"))
+    for hostname, last_seen in WorkerHeartbeat.objects.filter(last_seen__lt=stale).values_list("hostname", "last_seen"):
+        forget_messages_of(hostname, last_seen)

@@ -11,8 +11,6 @@ the engine tests and `bench/engine.py` drive it. Parameters:
                    simulated cloud calls there, as they count AWS calls on the sandbox side)
   record_lags      if true, the `wait` phase appends each wake-up's lag (seconds it ran after its
                    scheduled wake-up time, to the ms) to its state list `lags` (bench/engine.py)
-  poll_by_sleeping if true, the `wait` phase sleeps `interval` seconds `waits` times in one step run:
-                   the anti-pattern that holds a worker, kept only as bench/engine.py's baseline
 """
 
 from __future__ import annotations
@@ -52,15 +50,14 @@ def _journal(ctx: StepContext, line: str) -> None:
 
 
 def _wait(ctx: StepContext):
-    if ctx.params.get("poll_by_sleeping"):
-        return _wait_by_sleeping(ctx)
     polls = ctx.state.get("polls", 0)
     lags = _lags(ctx, _wakeup_lag(ctx))
     if polls < int(ctx.params.get("waits", 2)):
-        ctx.record(polls=polls + 1, **lags)
+        # A poll counter matters only with the Wait it leads to: saved in the same write.
+        ctx.record_with_result(polls=polls + 1, **lags)
         return Wait(float(ctx.params.get("interval", 1)), f"waiting ({polls + 1})")
     if lags:
-        ctx.record(**lags)
+        ctx.record_with_result(**lags)
     return Done(f"ready after {polls} polls")
 
 
@@ -75,22 +72,8 @@ def _wakeup_lag(ctx: StepContext) -> float | None:
     return round((timezone.now() - ctx.operation.wake_at).total_seconds(), 3)
 
 
-def _lags(ctx: StepContext, lag: float | None, *inline: float) -> dict:
-    return {} if lag is None else {"lags": [*ctx.state.get("lags", []), lag, *inline]}
-
-
-def _wait_by_sleeping(ctx: StepContext):
-    # The baseline bench/engine.py compares the engine with: the worker sleeps between polls, so
-    # it runs nothing else meanwhile. Inline polls wake up when the sleep ends (lag ~0).
-    entry_lag = _wakeup_lag(ctx)
-    waits, interval = int(ctx.params.get("waits", 2)), float(ctx.params.get("interval", 1))
-    inline = []
-    for _ in range(waits):
-        due = time.monotonic() + interval
-        time.sleep(interval)
-        inline.append(round(time.monotonic() - due, 3))
-    ctx.record(polls=waits, **_lags(ctx, entry_lag, *inline))
-    return Done(f"ready after {waits} polls (slept in the worker)")
+def _lags(ctx: StepContext, lag: float | None) -> dict:
+    return {} if lag is None else {"lags": [*ctx.state.get("lags", []), lag]}
 
 
 def _finish(ctx: StepContext):

@@ -66,6 +66,11 @@ class Operation(models.Model):
     lease_until = models.DateTimeField(null=True, blank=True)
     # When the next advance is due; the sweep re-enqueues operations whose wake-up has passed.
     wake_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    # When the advance message still waiting for a worker was sent; null when none is (a worker took
+    # it, or the wait is longer than a broker may hold a message and the sweep sends it when due).
+    # The sweep sends a message only where none is outstanding, so a backlog gets no duplicates.
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    # Steps run so far (every advance, including those run by a same-task hand-off).
     advance_count = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)

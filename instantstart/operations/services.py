@@ -13,7 +13,7 @@ from instantstart.tenancy.access import Access
 
 from .audit import record_audit
 from .models import Operation, OperationStatus, Phase, PhaseStatus
-from .queue import enqueue_advance
+from .queue import START_PRIORITY, enqueue_advance
 from .registry import get_kind
 
 
@@ -41,6 +41,7 @@ def start_operation(
         existing = Operation.objects.visible_to(access).filter(idempotency_key=idempotency_key).first()
         if existing is not None:
             return existing, False
+    now = timezone.now()
     try:
         with transaction.atomic():
             operation = Operation.objects.create(
@@ -53,7 +54,7 @@ def start_operation(
                 requested_by=access.user if getattr(access.user, "pk", None) else None,
                 via=access.via,
                 idempotency_key=idempotency_key,
-                wake_at=timezone.now(),
+                wake_at=now,
             )
             Phase.objects.bulk_create(
                 Phase(operation=operation, index=index, name=step.name) for index, step in enumerate(definition.steps)
@@ -65,7 +66,7 @@ def start_operation(
                 summary=audit_summary if audit_summary is not None else params,
                 operation=operation,
             )
-            transaction.on_commit(lambda: enqueue_advance(operation.pk))
+            transaction.on_commit(lambda: enqueue_advance(operation.pk, priority=START_PRIORITY, stamp_if_untaken=0))
     except IntegrityError:
         if not idempotency_key:
             raise
@@ -76,6 +77,7 @@ def start_operation(
 
 def retry_operation(*, access: Access, operation: Operation) -> Operation:
     """Resume a failed or cancelled operation at the phase that stopped; finished phases stay done."""
+    now = timezone.now()
     with transaction.atomic():
         locked = Operation.objects.select_for_update().get(pk=operation.pk)
         if not locked.can_retry:
@@ -92,13 +94,15 @@ def retry_operation(*, access: Access, operation: Operation) -> Operation:
             error_hint="",
             cancel_requested=False,
             finished_at=None,
-            wake_at=timezone.now(),
+            wake_at=now,
+            enqueued_at=None,
         )
         record_audit(access=access, action="operation.retry", target=locked, operation=locked)
         on_retry = get_kind(locked.kind).on_retry
         if on_retry is not None:
             on_retry(locked)
-        transaction.on_commit(lambda: enqueue_advance(locked.pk))
+        count = locked.advance_count
+        transaction.on_commit(lambda: enqueue_advance(locked.pk, priority=START_PRIORITY, stamp_if_untaken=count))
     operation.refresh_from_db()
     return operation
 
@@ -109,6 +113,7 @@ def cancel_operation(*, access: Access, operation: Operation) -> Operation:
     Cloud resources already created stay (and stay recorded on the phases); a delete operation
     removes them.
     """
+    now = timezone.now()
     with transaction.atomic():
         locked = Operation.objects.select_for_update().get(pk=operation.pk)
         if locked.is_terminal:
@@ -117,9 +122,11 @@ def cancel_operation(*, access: Access, operation: Operation) -> Operation:
                 return operation
             raise OperationStateError(f"The operation already ended: {locked.status}.")
         if not locked.cancel_requested:
-            Operation.objects.filter(pk=locked.pk).update(cancel_requested=True, wake_at=timezone.now())
             record_audit(access=access, action="operation.cancel", target=locked, operation=locked)
-        # The worker that holds (or next takes) the lease applies the cancellation.
-        transaction.on_commit(lambda: enqueue_advance(locked.pk))
+        # Due now, so a long wait does not delay it; the worker that holds (or next takes) the
+        # lease applies the cancellation.
+        Operation.objects.filter(pk=locked.pk).update(cancel_requested=True, wake_at=now, enqueued_at=None)
+        count = locked.advance_count
+        transaction.on_commit(lambda: enqueue_advance(locked.pk, stamp_if_untaken=count))
     operation.refresh_from_db()
     return operation

@@ -6,9 +6,10 @@ import logging
 import os
 import signal
 import subprocess
-import sys
 import threading
 from pathlib import Path
+
+from instantstart.operations.worker_command import worker_argv
 
 log = logging.getLogger("instantstart.standalone")
 
@@ -41,25 +42,9 @@ class Supervisor:
         log is its standard output) to this process's own output."""
         log_path = self.var_dir / "worker.log"
         output = open(log_path, "a") if log_to_file else None  # noqa: SIM115 - owned by the child for its whole life
+        # Pool and concurrency from CELERY_WORKER_POOL / CELERY_WORKER_CONCURRENCY (on SQLite: 4 threads).
         self.worker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "instantstart",
-                "worker",
-                "--pool",
-                "threads",
-                "--concurrency",
-                "4",
-                "--loglevel",
-                "INFO",
-                "--without-gossip",
-                "--without-mingle",
-                "--hostname",
-                hostname,
-            ],
+            worker_argv(hostname=hostname),
             env={**os.environ},
             stdout=output,
             stderr=subprocess.STDOUT if output else None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -9,13 +10,9 @@ from django.utils import timezone
 
 from instantstart.operations import engine
 from instantstart.operations.models import Operation, OperationStatus, PhaseStatus
+from instantstart.operations.registry import OperationKind, Step, register
+from instantstart.operations.results import Done
 from instantstart.operations.services import cancel_operation, retry_operation, start_operation
-from instantstart.tenancy.access import Access, Via
-
-
-@pytest.fixture
-def access(team, member_user):
-    return Access(user=member_user, team=team, role="member", via=Via.API)
 
 
 @pytest.fixture
@@ -38,9 +35,8 @@ def drive(operation: Operation, limit: int = 50) -> list[str]:
 
 def test_a_wait_step_returns_instead_of_sleeping_and_schedules_itself(access, settings, fast):
     op, _ = start_operation(access=access, kind="engine.selftest", params={"waits": 2, "interval": 30})
-    assert engine.advance(op.pk).action == "done"  # work
-    outcome = engine.advance(op.pk)  # wait #1: comes back at once with a countdown
-    assert outcome.action == "wait"
+    outcome = engine.advance(op.pk)  # work, handed off to wait #1: comes back at once with a countdown
+    assert outcome.action == "wait" and outcome.steps == 2
     assert 27 <= outcome.next_in <= 33
     op.refresh_from_db()
     assert op.wake_at > timezone.now() + timedelta(seconds=25)
@@ -52,7 +48,9 @@ def test_a_wait_step_returns_instead_of_sleeping_and_schedules_itself(access, se
 def test_phases_run_in_order_and_record_state(access, fast):
     op, _ = start_operation(access=access, kind="engine.selftest", params={"waits": 2, "interval": 0})
     actions = drive(op)
-    assert actions == ["done", "wait", "wait", "done", "succeeded"]
+    # A finished phase hands off to the next in the same advance: work+wait, wait, wait+finish.
+    assert actions == ["wait", "wait", "succeeded"]
+    assert op.advance_count == 5  # step runs
     op.refresh_from_db()
     assert op.status == OperationStatus.SUCCEEDED
     assert [p.status for p in op.phases.all()] == [PhaseStatus.SUCCEEDED] * 3
@@ -121,7 +119,6 @@ def test_a_held_lease_keeps_other_workers_out(access, fast):
 
 
 def test_the_sweep_requeues_operations_whose_worker_died(access, settings, fast):
-    settings.OPERATIONS = {**settings.OPERATIONS, "SWEEP_GRACE_SECONDS": 0.0}
     op, _ = start_operation(access=access, kind="engine.selftest")
     # Lease expired (its worker died), wake-up passed: stalled.
     Operation.objects.filter(pk=op.pk).update(
@@ -139,3 +136,31 @@ def test_an_unexpected_exception_fails_the_phase_with_a_readable_error(access, f
     assert op.error_code == "internal_error"
     assert "ValueError" in op.error_message
     assert op.phases.get(name="wait").status == PhaseStatus.FAILED
+
+
+def _taken_over_then_record(ctx):
+    # Another worker takes the operation over while this step runs (its lease expired), then the
+    # step tries to record what it created.
+    Operation.objects.filter(pk=ctx.operation.pk).update(lease_token=uuid.uuid4())
+    ctx.record(resource_id="res-late")
+    return Done("created")
+
+
+register(OperationKind(name="test.taken_over", steps=(Step("work", _taken_over_then_record),)))
+
+
+def test_a_worker_that_lost_its_lease_writes_nothing(access):
+    op, _ = start_operation(access=access, kind="test.taken_over")
+    assert engine.advance(op.pk).action == "skipped"
+    op.refresh_from_db()
+    phase = op.phases.get()
+    assert phase.state == {} and phase.status == PhaseStatus.RUNNING
+    assert op.lease_token is not None  # still the other worker's
+
+
+def test_a_polling_advance_costs_at_most_three_statements(access, fast, django_assert_max_num_queries):
+    op, _ = start_operation(access=access, kind="engine.selftest", params={"waits": 5, "interval": 0})
+    engine.advance(op.pk)  # work, then the first poll
+    Operation.objects.filter(pk=op.pk).update(wake_at=timezone.now())
+    with django_assert_max_num_queries(3):
+        assert engine.advance(op.pk).action == "wait"

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from instantstart.operations import engine
 from instantstart.operations.models import Operation, OperationStatus
 from instantstart.operations.queue import enqueue_advance
 from instantstart.operations.services import start_operation
-from instantstart.tenancy.access import Access, Via
 from tests.support import wait_until
 
 pytestmark = pytest.mark.worker
-
-
-@pytest.fixture
-def access(team, member_user):
-    return Access(user=member_user, team=team, role="member", via=Via.API)
 
 
 @pytest.fixture
@@ -26,7 +22,9 @@ def quick(settings):
         "LEASE_SECONDS": 3,
         "BACKOFF_BASE_SECONDS": 0.1,
         "DEFAULT_POLL_SECONDS": 0.2,
-        "SWEEP_GRACE_SECONDS": 0.5,
+        # A killed worker is known dead after 4.5 heartbeats: the sweep then resends what it held.
+        "HEARTBEAT_SECONDS": 0.5,
+        "WORKER_STALE_SECONDS": 2.25,
     }
 
 
@@ -45,10 +43,11 @@ def test_a_waiting_operation_does_not_hold_the_worker(access, quick, start_worke
     assert slow.phases.get(name="wait").state == {"polls": 1}  # not polled again meanwhile
 
 
-def test_two_workers_never_run_one_operation_at_once(access, quick, start_worker, tmp_path):
+@pytest.mark.parametrize("pool", ["solo", "threads"])
+def test_two_workers_never_run_one_operation_at_once(access, quick, start_worker, tmp_path, pool):
     journal = tmp_path / "calls.log"
-    start_worker()
-    start_worker()
+    start_worker(pool=pool, concurrency=4 if pool == "threads" else 1)
+    start_worker(pool=pool, concurrency=4 if pool == "threads" else 1)
     op, _ = start_operation(
         access=access,
         kind="engine.selftest",
@@ -96,3 +95,60 @@ def test_a_worker_killed_while_an_operation_waits_loses_nothing(access, quick, s
         interval=0.5,
         message="operation to finish after restart",
     )
+
+
+def test_a_wait_longer_than_the_brokers_visibility_timeout_is_delivered_once(access, quick, settings, start_worker):
+    """Redis gives a message a worker holds unacknowledged to another worker after its visibility
+    timeout; a countdown longer than that would run twice. Here the timeout is 3 s and the wait 8 s."""
+    settings.CELERY_VISIBILITY_TIMEOUT = 3
+    settings.OPERATIONS = {**settings.OPERATIONS, "MAX_COUNTDOWN_SECONDS": 1.5, "SWEEP_INTERVAL_SECONDS": 0.5}
+    worker = start_worker()
+    op, _ = start_operation(access=access, kind="engine.selftest", params={"waits": 1, "interval": 8})
+    wait_until(lambda: op.phases.get(name="wait").state.get("polls") == 1, message="the long wait to start")
+    # What celery beat does in production: the sweep sends the message when the wait comes due.
+    wait_until(
+        lambda: engine.sweep() >= 0 and status_of(op) == OperationStatus.SUCCEEDED,
+        timeout=40,
+        interval=0.5,
+        message="the long wait to end",
+    )
+    time.sleep(4)  # time for a redelivery of a held message to arrive, had there been one
+    tasks = worker.advance_outcomes()
+    assert tasks == ["wait", "succeeded"], tasks  # no duplicate came
+    op.refresh_from_db()
+    assert op.advance_count == 4  # work, wait (poll), wait (done), finish
+
+
+def test_work_in_progress_is_not_stuck_behind_a_backlog_of_new_operations(access, quick, queue, start_worker):
+    under_way, _ = start_operation(access=access, kind="engine.selftest", params={"waits": 0})
+    queue.clear()  # as if a worker had taken its first message and is now handing off past its budget
+    backlog = [start_operation(access=access, kind="engine.selftest", params={"waits": 0})[0] for _ in range(5)]
+    enqueue_advance(under_way.pk)  # what a hand-off past the budget, a due poll or the sweep sends
+    assert len(queue) == 6
+    start_worker()
+    everything = [under_way, *backlog]
+    wait_until(lambda: all(status_of(op) == OperationStatus.SUCCEEDED for op in everything), message="all to finish")
+    started = {op.pk: op.phases.get(name="work").started_at for op in everything}
+    assert started[under_way.pk] < min(started[op.pk] for op in backlog)
+
+
+def _sessions() -> int:
+    """Connections ever opened to this test database (PostgreSQL counts them)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute("SELECT sessions FROM pg_stat_database WHERE datname = current_database()")
+        return cursor.fetchone()[0]
+
+
+def test_a_worker_keeps_its_database_connection_from_task_to_task(access, quick, start_worker):
+    worker = start_worker()
+    warm, _ = start_operation(access=access, kind="engine.selftest", params={"waits": 0})
+    wait_until(lambda: status_of(warm) == OperationStatus.SUCCEEDED, message="a first operation")
+    before = _sessions()
+    op, _ = start_operation(access=access, kind="engine.selftest", params={"waits": 12, "interval": 0.05})
+    wait_until(lambda: status_of(op) == OperationStatus.SUCCEEDED, message="twelve polls")
+    assert len(worker.advance_outcomes()) >= 13
+    # Celery's Django fixup would open one per task (13 here); the worker keeps the one it has.
+    assert _sessions() - before <= 2

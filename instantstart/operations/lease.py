@@ -1,0 +1,307 @@
+"""The engine's statements on an operation's row: take the lease, and the writes made under it.
+
+A lease is taken with a conditional UPDATE (compare-and-swap on ``lease_token``) and every write
+under it repeats the condition, so a worker that lost its lease (it ran past ``lease_until`` and
+another worker took over) changes nothing. Each function here is one round trip on PostgreSQL:
+the write to the operation and the writes to its phases are one statement (data-modifying CTEs,
+``UPDATE … RETURNING``). SQLite (standalone) has no writable CTEs, so the same writes run one after
+the other inside one transaction; SQLite lets one writer in at a time, so that is just as safe.
+
+The SQL is written out because an advance is the hot path of every worker: the ORM would cost
+more Python per advance than the round trips it issues (see bench/engine.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import Field, Model
+
+from .models import ACTIVE, Operation, OperationStatus, Phase, PhaseStatus
+
+
+@dataclass(frozen=True)
+class Sql:
+    """A SET value written as SQL (``advance_count + 1``, ``COALESCE(started_at, %s)``).
+
+    Its params are prepared for the database like a value of the column it sets.
+    """
+
+    text: str
+    params: tuple = ()
+
+
+@functools.cache
+def _fields(model: type[Model]) -> tuple[Field, ...]:
+    return tuple(model._meta.concrete_fields)
+
+
+def _q(name: str) -> str:
+    return connection.ops.quote_name(name)
+
+
+# The SQL text depends only on the database vendor and on which columns a statement sets: built
+# once per shape (an advance is the hot path, and quoting names costs more than it seems).
+
+
+@functools.cache
+def _table(vendor: str, model: type[Model]) -> str:
+    return _q(model._meta.db_table)
+
+
+@functools.cache
+def _columns(vendor: str, model: type[Model], alias: str = "") -> str:
+    prefix = f"{alias}." if alias else ""
+    return ", ".join(prefix + _q(field.column) for field in _fields(model))
+
+
+@functools.cache
+def _readers(vendor: str, model: type[Model]) -> tuple[tuple, ...]:
+    # What the ORM's compiler applies to each column it reads (e.g. SQLite's text datetimes, JSON).
+    out = []
+    for field in _fields(model):
+        column = field.get_col(model._meta.db_table)
+        out.append((column, tuple(connection.ops.get_db_converters(column) + field.get_db_converters(connection))))
+    return tuple(out)
+
+
+@functools.cache
+def _attnames(model: type[Model]) -> list[str]:
+    return [field.attname for field in _fields(model)]
+
+
+def _instance(model: type[Model], values: Iterable[Any]):
+    converted = []
+    for value, (column, converters) in zip(values, _readers(connection.vendor, model), strict=True):
+        for converter in converters:
+            value = converter(value, column, connection)
+        converted.append(value)
+    return model.from_db(connection.alias, _attnames(model), converted)
+
+
+def _prep(model: type[Model], name: str, value: Any) -> Any:
+    return model._meta.get_field(name).get_db_prep_save(value, connection)
+
+
+@functools.cache
+def _set_sql(vendor: str, model: type[Model], shape: tuple[tuple[str, str | None], ...]) -> str:
+    parts = []
+    for name, text in shape:
+        column = _q(model._meta.get_field(name).column)
+        parts.append(f"{column} = {text if text is not None else '%s'}")
+    return ", ".join(parts)
+
+
+def _set_clause(model: type[Model], values: dict[str, Any]) -> tuple[tuple, list]:
+    shape, params = [], []
+    for name, value in values.items():
+        if isinstance(value, Sql):
+            shape.append((name, value.text))
+            params.extend(_prep(model, name, param) for param in value.params)
+        else:
+            shape.append((name, None))
+            params.append(_prep(model, name, value))
+    return tuple(shape), params
+
+
+def _pk(value: Any) -> Any:
+    return Operation._meta.pk.get_db_prep_value(value, connection)
+
+
+def _token(value: uuid.UUID | None) -> Any:
+    return Operation._meta.get_field("lease_token").get_db_prep_value(value, connection)
+
+
+def _when(value: datetime) -> Any:
+    return Operation._meta.get_field("lease_until").get_db_prep_value(value, connection)
+
+
+def _writable_ctes(vendor: str) -> bool:
+    return vendor == "postgresql"
+
+
+# --- taking the lease -----------------------------------------------------------------------
+
+
+@functools.cache
+def _claim_sql(vendor: str) -> tuple[str, ...]:
+    """The claim: one statement with writable CTEs, else the UPDATE and the phase's SELECT."""
+    op, phase = _table(vendor, Operation), _table(vendor, Phase)
+    status, cancel, started = _q("status"), _q("cancel_requested"), _q("started_at")
+    update = (
+        f"UPDATE {op} SET {_q('lease_token')} = %s, {_q('lease_until')} = %s, "
+        f"{_q('advance_count')} = {_q('advance_count')} + 1, {_q('enqueued_at')} = NULL, "
+        f"{status} = CASE WHEN {status} = %s AND NOT {cancel} THEN %s ELSE {status} END, "
+        f"{started} = CASE WHEN {started} IS NULL AND NOT {cancel} THEN %s ELSE {started} END "
+        f"WHERE {_q('id')} = %s AND {status} IN (%s, %s) "
+        f"AND ({_q('lease_until')} IS NULL OR {_q('lease_until')} < %s) "
+        f"AND ({_q('wake_at')} IS NULL OR {_q('wake_at')} <= %s) "
+        f"RETURNING {_columns(vendor, Operation)}"
+    )
+    current = (
+        f"SELECT {_columns(vendor, Phase, 'p')} FROM {phase} p WHERE p.{_q('operation_id')} = {{op}} "
+        f"AND p.{_q('status')} <> %s ORDER BY p.{_q('index')} LIMIT 1"
+    )
+    if _writable_ctes(vendor):
+        return (
+            f"WITH c AS ({update}) SELECT {_columns(vendor, Operation, 'c')}, {_columns(vendor, Phase, 'p')} "
+            f"FROM c LEFT JOIN LATERAL ({current.format(op='c.' + _q('id'))}) p ON TRUE",
+        )
+    return update, current.format(op="%s")
+
+
+def claim(operation_id: str | uuid.UUID, token: uuid.UUID, *, now: datetime, until: datetime, due_by: datetime):
+    """Take the lease of a due, free, active operation; return it with its current phase, or None.
+
+    The same statement counts the advance, marks the message taken (``enqueued_at``) and moves a
+    pending operation to running; the current phase is the first one not succeeded.
+    """
+    vendor = connection.vendor
+    pk = _pk(operation_id)
+    params = [_token(token), _when(until), OperationStatus.PENDING.value, OperationStatus.RUNNING.value]
+    params += [_when(now), pk, *ACTIVE, _when(now), _when(due_by)]
+    succeeded = PhaseStatus.SUCCEEDED.value
+    width = len(_fields(Operation))
+    statements = _claim_sql(vendor)
+    with connection.cursor() as cursor:
+        if len(statements) == 1:
+            cursor.execute(statements[0], [*params, succeeded])
+            row = cursor.fetchone()
+            if row is None:
+                return None
+            op_values, phase_values = row[:width], row[width:]
+        else:
+            cursor.execute(statements[0], params)
+            op_values = cursor.fetchone()
+            if op_values is None:
+                return None
+            cursor.execute(statements[1], [pk, succeeded])
+            phase_values = cursor.fetchone()
+    operation = _instance(Operation, op_values)
+    phase = _instance(Phase, phase_values) if phase_values and phase_values[0] is not None else None
+    return operation, phase
+
+
+# --- writes under the lease -----------------------------------------------------------------
+
+
+@dataclass
+class Written:
+    """What a write under the lease saw: whether the lease was still ours, and fresh facts."""
+
+    held: bool
+    cancel_requested: bool = False
+    next_phase: Phase | None = None
+
+
+LOST = Written(held=False)
+
+Shape = tuple[tuple[str, str | None], ...]
+
+
+@functools.cache
+def _write_sql(vendor: str, op_shape: Shape, phase_shapes: tuple[Shape, ...], start_shape: Shape | None):
+    """The statements of one write: one with writable CTEs, else the operation's UPDATE first."""
+    op, phase = _table(vendor, Operation), _table(vendor, Phase)
+    op_update = (
+        f"UPDATE {op} SET {_set_sql(vendor, Operation, op_shape)} WHERE {_q('id')} = %s "
+        f"AND {_q('lease_token')} = %s RETURNING {_q('cancel_requested')}"
+    )
+    phase_updates = [
+        f"UPDATE {phase} SET {_set_sql(vendor, Phase, shape)} WHERE {_q('id')} = %s" for shape in phase_shapes
+    ]
+    start = None
+    if start_shape is not None:
+        start = (
+            f"UPDATE {phase} SET {_set_sql(vendor, Phase, start_shape)} "
+            f"WHERE {_q('operation_id')} = %s AND {_q('index')} = %s"
+        )
+    if not _writable_ctes(vendor):
+        returning = f" RETURNING {_columns(vendor, Phase)}"
+        return op_update, tuple(phase_updates), (start + returning) if start else None
+    # Every sub-statement of a WITH runs exactly once against the same snapshot; "EXISTS (SELECT 1
+    # FROM o)" makes each phase write depend on the operation's conditional one.
+    guard = " AND EXISTS (SELECT 1 FROM o)"
+    ctes = [f"o AS ({op_update})", *(f"p{i} AS ({sql}{guard})" for i, sql in enumerate(phase_updates))]
+    select = f"SELECT o.{_q('cancel_requested')} FROM o"
+    if start is not None:
+        ctes.append(f"s AS ({start}{guard} RETURNING {_columns(vendor, Phase)})")
+        select = f"SELECT o.{_q('cancel_requested')}, {_columns(vendor, Phase, 's')} FROM o LEFT JOIN s ON TRUE"
+    return f"WITH {', '.join(ctes)} {select}"
+
+
+def write(
+    operation_id: str | uuid.UUID,
+    token: uuid.UUID,
+    *,
+    operation: dict[str, Any],
+    phases: dict[int, dict[str, Any]] | None = None,
+    start_index: int | None = None,
+    start: dict[str, Any] | None = None,
+) -> Written:
+    """Update the operation (and phases by pk) only while ``token`` still holds its lease.
+
+    ``start_index`` / ``start``: also update the phase at that index (the next one, on a hand-off)
+    and return it. Returns ``LOST`` when the lease is no longer ours; then nothing was written.
+    """
+    vendor, pk = connection.vendor, _pk(operation_id)
+    op_shape, op_params = _set_clause(Operation, operation)
+    op_params += [pk, _token(token)]
+    phase_shapes, phase_params = [], []
+    for phase_pk, values in (phases or {}).items():
+        shape, params = _set_clause(Phase, values)
+        phase_shapes.append(shape)
+        phase_params.append([*params, phase_pk])
+    start_shape, start_params = None, []
+    if start_index is not None:
+        start_shape, start_params = _set_clause(Phase, start or {})
+        start_params += [pk, start_index]
+    sql = _write_sql(vendor, op_shape, tuple(phase_shapes), start_shape)
+    with connection.cursor() as cursor:
+        if isinstance(sql, str):
+            cursor.execute(sql, [*op_params, *(p for params in phase_params for p in params), *start_params])
+            row = cursor.fetchone()
+            if row is None:
+                return LOST
+            found = row[1:] if start_shape is not None and row[1] is not None else None
+            return Written(True, bool(row[0]), _instance(Phase, found) if found else None)
+        op_update, phase_updates, start_update = sql
+        with transaction.atomic():
+            cursor.execute(op_update, op_params)
+            row = cursor.fetchone()
+            if row is None:
+                return LOST
+            for statement, params in zip(phase_updates, phase_params, strict=True):
+                cursor.execute(statement, params)
+            found = None
+            if start_update is not None:
+                cursor.execute(start_update, start_params)
+                found = cursor.fetchone()
+            return Written(True, bool(row[0]), _instance(Phase, found) if found else None)
+
+
+def release(operation_id: str | uuid.UUID, token: uuid.UUID) -> None:
+    """Give the lease back without other changes (an advance that ended in an unexpected error)."""
+    write(operation_id, token, operation={"lease_token": None, "lease_until": None})
+
+
+def record_state(phase: Phase, token: uuid.UUID | None, state: dict) -> None:
+    """Save a phase's state at once, only while ``token`` holds the operation's lease (one statement).
+
+    Without a token (a step run outside the engine) the state is saved unconditionally.
+    """
+    queryset = Phase.objects.filter(pk=phase.pk)
+    if token is not None:
+        queryset = queryset.filter(operation__lease_token=token)
+    if not queryset.update(state=state):
+        raise LeaseLost(f"operation {phase.operation_id} is no longer leased by this worker")
+
+
+class LeaseLost(Exception):
+    """The operation's lease passed to another worker while this one ran a step: stop, write nothing."""
