@@ -303,7 +303,6 @@ def sandbox(sandbox_server, settings):
         "BACKOFF_BASE_SECONDS": 0.05,
         "BACKOFF_MAX_SECONDS": 0.5,
         "LEASE_SECONDS": 20,
-        "SWEEP_GRACE_SECONDS": 1.0,
     }
     forget_credentials()
     yield sandbox_server

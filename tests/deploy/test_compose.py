@@ -140,7 +140,6 @@ def test_the_scaled_services_serve_healthz_run_operations_and_beat_sweeps(tmp_pa
             INSTANTSTART_VAR_DIR=str(tmp_path / name),
             STATIC_ROOT=str(tmp_path / "static"),
             OPERATION_SWEEP_INTERVAL="1",
-            OPERATION_SWEEP_GRACE="1",
         )
         return container_env(**{**env, **extra})
 

@@ -124,7 +124,6 @@ def test_default_command_on_its_volume_serves_healthz_runs_operations_and_surviv
         HOST="127.0.0.1",
         SECURE_SSL_REDIRECT="false",
         OPERATION_SWEEP_INTERVAL="0.5",
-        OPERATION_SWEEP_GRACE="1",
     )
     app = Process("allinone", image_cmd(), env, tmp_path)
     try:

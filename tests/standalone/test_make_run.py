@@ -31,7 +31,6 @@ def standalone_env(var_dir: Path) -> dict[str, str]:
         INSTANTSTART_VAR_DIR=str(var_dir),
         SANDBOX_SPEEDUP="1000",
         OPERATION_SWEEP_INTERVAL="0.5",
-        OPERATION_SWEEP_GRACE="1",
         OPERATION_POLL_SECONDS="0.2",
     )
     return env
