@@ -8,10 +8,12 @@ clients are rebuilt well before that.
 from __future__ import annotations
 
 import base64
+import functools
 import tempfile
 import threading
 import time
 
+import urllib3
 from botocore.signers import RequestSigner
 from kubernetes import client as k8s
 
@@ -19,6 +21,10 @@ from .aws import TeamCloud
 
 TOKEN_PREFIX = "k8s-aws-v1."
 _CLIENT_TTL_SECONDS = 600
+# Every call without its own ``_request_timeout`` gets this one (connect, read seconds): the official
+# client otherwise waits forever on an API server that stops answering, holding a worker thread.
+# Long reads (log follow, watch) pass their own.
+DEFAULT_TIMEOUT = urllib3.Timeout(connect=10, read=120)
 
 _lock = threading.Lock()
 _clients: dict[tuple, tuple[float, k8s.ApiClient]] = {}
@@ -66,9 +72,22 @@ def api_client(cloud: TeamCloud, cluster_name: str, region: str | None = None) -
         ca_file.close()
         configuration.ssl_ca_cert = ca_file.name
     api = k8s.ApiClient(configuration)
+    _default_timeout(api)
     with _lock:
         _clients[key] = (time.time() + _CLIENT_TTL_SECONDS, api)
     return api
+
+
+def _default_timeout(api: k8s.ApiClient) -> None:
+    """Give the client's requests DEFAULT_TIMEOUT when the caller set none (the client sends None)."""
+    pool = api.rest_client.pool_manager
+    request = pool.request
+
+    @functools.wraps(request)
+    def with_timeout(method, url, *args, timeout=None, **kwargs):
+        return request(method, url, *args, timeout=DEFAULT_TIMEOUT if timeout is None else timeout, **kwargs)
+
+    pool.request = with_timeout
 
 
 FIELD_MANAGER = "instantstart"
