@@ -35,8 +35,8 @@ def test_enable_then_disable_every_feature_leaves_nothing_behind(admin_api, team
     assert on["tiered_checkpointing"]["settings"] == {"memory_percent": 30}
     for feature in FEATURE_CRDS:
         assert has_feature(cluster, feature), feature
-    described = team_cloud(team, "us-west-2").client("sagemaker").describe_cluster(
-        ClusterName=cluster.hyperpod_cluster_name
+    described = (
+        team_cloud(team, "us-west-2").client("sagemaker").describe_cluster(ClusterName=cluster.hyperpod_cluster_name)
     )
     assert described["TieredStorageConfig"] == {"Mode": "Enable", "InstanceMemoryAllocationPercentage": 30}
     assert leftovers(team, cluster)  # the listing sees what the features made
