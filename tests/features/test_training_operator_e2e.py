@@ -9,11 +9,15 @@ from features.gate import has_feature
 from instantstart.operations.models import Operation
 from tests.clusters.helpers import wait_for_operation
 from tests.features.helpers import active_cluster, features_of, leftovers, mutating_calls
+from tests.mcp_client import MCP
+from tests.mcp_client import body as tool_body
 
 pytestmark = [pytest.mark.worker, pytest.mark.usefixtures("sandbox")]
 
 
-def test_training_operator_enable_no_op_rules_and_disable(admin_api, outsider_api, team, sandbox, start_worker):
+def test_training_operator_enable_no_op_rules_and_disable(
+    admin_api, admin_token, outsider_api, team, sandbox, start_worker
+):
     start_worker()
     cluster = active_cluster(admin_api)
     url = f"/api/v1/clusters/{cluster.pk}/features/"
@@ -45,6 +49,13 @@ def test_training_operator_enable_no_op_rules_and_disable(admin_api, outsider_ap
     calls = mutating_calls(sandbox, team)
     again = admin_api.patch(url, {"training_operator": {"enabled": True}}, format="json")
     assert again.status_code == 200 and again.json()["changed"] is False
+    assert mutating_calls(sandbox, team) == calls
+    # The MCP tools are the same endpoint: the same list, the same no-op.
+    mcp = MCP(admin_token)
+    listed = tool_body(mcp.call("get_features", {"cluster_id": str(cluster.pk)}))
+    assert listed == admin_api.get(url).json()
+    unchanged = tool_body(mcp.call("update_features", {"cluster_id": str(cluster.pk), "training_operator": True}))
+    assert unchanged["changed"] is False
     assert mutating_calls(sandbox, team) == calls
 
     # 400 rules, each naming what is wrong; nothing starts.
