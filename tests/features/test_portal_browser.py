@@ -33,6 +33,7 @@ def test_toggle_a_feature_preview_confirm_and_watch_it_finish(
     assert serializer.is_valid(), serializer.errors
     cluster, operation, _ = create_cluster(access=access, data=serializer.validated_data)
     wait_for_operation(operation.pk)
+    cluster.refresh_from_db()
 
     page.goto(f"{live_server.url}/clusters/{cluster.pk}/?tab=features")
     page.fill("#id_username", "alice")
