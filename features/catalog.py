@@ -184,6 +184,20 @@ _CATALOG = (
         settings=(MEMORY_PERCENT,),
     ),
     Feature(
+        "autoscaling",
+        "Managed autoscaling (Karpenter)",
+        FEATURE,
+        "HyperPod managed Karpenter (UpdateCluster AutoScaling Enable, NodeProvisioningMode Continuous) with a "
+        "ClusterRole trusted by hyperpod.sagemaker.amazonaws.com; instance groups opt in with autoscaling {min, max} "
+        "(a HyperpodNodeClass + NodePool each).",
+        identity=Identity(
+            "karpenter",
+            (HYPERPOD_PRINCIPAL,),
+            ("sagemaker:BatchAddClusterNodes", "sagemaker:BatchDeleteClusterNodes"),
+        ),
+        hyperpod=True,
+    ),
+    Feature(
         "kuberay",
         "KubeRay operator",
         FEATURE,

@@ -10,6 +10,7 @@ from instantstart.operations.registry import OperationKind, Step, register
 from instantstart.tenancy.roles import Role
 
 from .catalog import CATALOG
+from .steps import groups
 from .steps.actions import disable, enable, step_name, update
 
 _TITLES = {"enable": "Install {title}", "disable": "Remove {title}", "update": "Change the settings of {title}"}
@@ -25,6 +26,18 @@ FEATURES_UPDATE = register(
             for f in CATALOG.values()
             for action in ("enable", "disable", "update")
             if action != "update" or f.settings
+        ),
+    )
+)
+
+GROUP_AUTOSCALING = register(
+    OperationKind(
+        name="instance_group.autoscaling",
+        title="Set instance group autoscaling",
+        role=Role.ADMIN,
+        steps=(
+            Step("minimum", groups.minimum, title="The group's minimum in HyperPod (MinInstanceCount)"),
+            Step("pool", groups.pool, title="HyperpodNodeClass and NodePool (maximum nodes)"),
         ),
     )
 )

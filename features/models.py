@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from clusters.models import Cluster, ClusterStatus
+from clusters.models import Cluster, ClusterStatus, InstanceGroup
 from instantstart.tenancy.visibility import TeamOwnedQuerySet
 
 
@@ -36,3 +36,23 @@ class ClusterFeature(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster.name}/{self.name}"
+
+
+class GroupAutoscalingQuerySet(TeamOwnedQuerySet):
+    team_path = "group__cluster__team"
+    hidden = models.Q(group__cluster__status=ClusterStatus.DELETED)
+
+
+class GroupAutoscaling(models.Model):
+    """What a team asked for an instance group under managed autoscaling: between ``minimum`` and
+    ``maximum`` nodes (the group's MinInstanceCount and its NodePool's node limit)."""
+
+    group = models.OneToOneField(InstanceGroup, on_delete=models.CASCADE, related_name="autoscaling")
+    minimum = models.PositiveIntegerField()
+    maximum = models.PositiveIntegerField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = GroupAutoscalingQuerySet.as_manager()
+
+    def __str__(self) -> str:
+        return f"{self.group} {self.minimum}-{self.maximum}"

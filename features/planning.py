@@ -42,10 +42,20 @@ def present(state: ClusterState, name: str) -> bool:
     return actual.enabled or actual.status != "disabled" or any(actual.pieces.values())
 
 
-def unavailable_reason(cluster, f: Feature) -> str:
+def unavailable_reason(cluster, f: Feature, state: ClusterState | None = None) -> str:
     """Why the feature cannot be enabled on this cluster ("" when it can)."""
     if f.hyperpod and not cluster.hyperpod_cluster_name:
         return HYPERPOD_REASON
+    if f.name == "autoscaling":
+        described = (state.hyperpod if state is not None else None) or {}
+        if described.get("NodeRecovery") == "None":
+            return "needs node recovery Automatic (this HyperPod cluster's is None)"
+        on_demand = [g for g in cluster.instance_groups.all() if g.capacity_type == "on_demand"]
+        if not on_demand:
+            return (
+                "needs an on-demand instance group: managed Karpenter scales HyperPod on-demand groups only "
+                "(not Spot or training-plan capacity)"
+            )
     return ""
 
 
@@ -69,9 +79,11 @@ def resolve(cluster, state: ClusterState, records: dict, request: dict[str, dict
     enabling = [n for n, r in request.items() if r.get("enabled") is True]
     disabling = [n for n, r in request.items() if r.get("enabled") is False]
     for name in enabling:
-        reason = unavailable_reason(cluster, CATALOG[name])
-        if reason:
+        reason = unavailable_reason(cluster, CATALOG[name], state)
+        if reason == HYPERPOD_REASON:
             errors.setdefault(name, []).append(f"{CATALOG[name].title} {reason}; this cluster has none.")
+        elif reason:
+            errors.setdefault(name, []).append(f"{CATALOG[name].title} cannot be enabled: it {reason}.")
     for name in request:
         if request[name].get("enabled") is None:
             targets_on = targets[name]
@@ -156,6 +168,10 @@ def _steps(cluster, name: str, action: str, settings: dict | None = None) -> lis
         install = [f"EKS add-on {f.addon}"]
     elif f.helm:
         install = [f"{f.title}: namespace, CRDs, RBAC and operator Deployment"]
+    elif name == "autoscaling":
+        install = [
+            "HyperPod AutoScaling Mode Enable (Karpenter) with that role as ClusterRole, continuous provisioning"
+        ]
     elif name == "tiered_checkpointing":
         pct = (settings or {}).get("memory_percent")
         install = [

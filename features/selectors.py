@@ -53,7 +53,7 @@ def feature_list(cluster: Cluster, state: ClusterState, records: dict | None = N
             settings.update((record.settings if record else {}) or {})
             if actual.enabled:
                 settings.update({k: v for k, v in actual.settings.items() if v is not None})
-        reason = unavailable_reason(cluster, f)
+        reason = unavailable_reason(cluster, f, state)
         out.append(
             {
                 "name": f.name,

@@ -10,7 +10,7 @@ from instantstart.operations.models import Operation
 from instantstart.operations.services import start_operation
 from instantstart.tenancy.access import Access
 
-from .models import ClusterFeature
+from .models import ClusterFeature, GroupAutoscaling
 from .planning import Plan, describe
 from .selectors import KIND, running_update
 
@@ -87,3 +87,34 @@ def _record_desired(cluster: Cluster, request: dict[str, dict], plan: Plan) -> N
         record.save()
     for name in plan.auto_removed:
         ClusterFeature.objects.filter(cluster=cluster, name=name).update(desired=False, installed=False)
+
+
+def set_group_autoscaling(*, access: Access, group, wanted: dict | None, actual: dict, idempotency_key: str = ""):
+    """Explicit diff of a group's ``autoscaling`` against HyperPod and its NodePool; starts
+    `instance_group.autoscaling` when they differ, else returns None (nothing starts)."""
+    replayed = (
+        Operation.objects.visible_to(access).filter(idempotency_key=idempotency_key).first()
+        if (idempotency_key)
+        else None
+    )
+    if replayed is not None:
+        return replayed
+    if actual["autoscaling"] == wanted or (wanted is None and actual["autoscaling"] is None):
+        return None
+    with transaction.atomic():
+        if wanted is None:
+            GroupAutoscaling.objects.filter(group=group).delete()
+        else:
+            GroupAutoscaling.objects.update_or_create(
+                group=group, defaults={"minimum": wanted["min"], "maximum": wanted["max"]}
+            )
+        operation, _ = start_operation(
+            access=access,
+            kind="instance_group.autoscaling",
+            target=group,
+            idempotency_key=idempotency_key,
+            params={"autoscaling": wanted},
+            audit_action="instance_group.autoscaling",
+            audit_summary={"cluster": group.cluster.name, "group": group.name, "autoscaling": wanted},
+        )
+    return operation

@@ -182,7 +182,26 @@ def _actual(cluster, f: Feature, addons, associations, role, crds, deployments, 
         if (hyperpod or {}).get("ClusterStatus") == "Updating":
             actual.status = "enabling"
         return _with_identity(cluster, f, actual, associations, role)
+    if f.name == "autoscaling":
+        return _autoscaling(cluster, f, hyperpod, pieces, associations, role)
     return Actual(pieces=pieces)
+
+
+_AUTOSCALING_STATUS = {"InService": "enabled", "Creating": "enabling", "Deleting": "disabling", "Failed": "failed"}
+
+
+def _autoscaling(cluster, f: Feature, hyperpod, pieces, associations, role) -> Actual:
+    config = (hyperpod or {}).get("AutoScaling") or {}
+    if not config:
+        return Actual(pieces=pieces)
+    status = _AUTOSCALING_STATUS.get(config.get("Status", ""), "failed")
+    if config.get("Mode") != "Enable":
+        status = "disabling" if config.get("Status") == "Deleting" else "disabled"
+    detail = f"AutoScaling {config.get('Mode')} ({config.get('Status')})"
+    if config.get("FailureMessage"):
+        detail += f": {config['FailureMessage']}"
+    actual = Actual(enabled=status == "enabled", status=status, detail=detail, pieces={**pieces, "autoscaling": True})
+    return _with_identity(cluster, f, actual, associations, role)
 
 
 def _with_identity(cluster, f: Feature, actual: Actual, associations, role) -> Actual:

@@ -9,6 +9,7 @@ from instantstart.operations.results import Done
 
 from ..catalog import CATALOG, Feature
 from . import addons, helm, hyperpod
+from .groups import remove_node_pools
 from .identity import ensure_identity, remove_identity
 
 ACTIONS = ("enable", "disable", "update")
@@ -43,6 +44,10 @@ def enable(name: str):
             waiting = hyperpod.tiered_storage(ctx, cluster, cloud, _tiered(ctx, f, True))
             if waiting is not None:
                 return waiting
+        if f.name == "autoscaling":
+            waiting = hyperpod.autoscaling(ctx, cluster, cloud, role_arn, enable=True)
+            if waiting is not None:
+                return waiting
         return Done(f"{f.title} enabled")
 
     return run
@@ -60,6 +65,9 @@ def disable(name: str):
             waiting = helm.uninstall(ctx, cluster, cloud, f)
         elif f.name == "tiered_checkpointing":
             waiting = hyperpod.tiered_storage(ctx, cluster, cloud, _tiered(ctx, f, False))
+        elif f.name == "autoscaling":
+            remove_node_pools(cluster, cloud)
+            waiting = hyperpod.autoscaling(ctx, cluster, cloud, None, enable=False)
         else:
             waiting = None
         if waiting is not None:

@@ -7,13 +7,22 @@ from __future__ import annotations
 import pytest
 
 from features.gate import FEATURE_CRDS, has_feature
+from features.rules import ElasticNotAllowed, check_elastic, elastic_problems
 from instantstart.cloud.aws import team_cloud
 from tests.clusters.helpers import wait_for_operation
 from tests.features.helpers import active_cluster, features_of, leftovers
 
 pytestmark = [pytest.mark.worker, pytest.mark.usefixtures("sandbox")]
 
-EVERY = ("training_operator", "inference_operator", "tiered_checkpointing", "kuberay", "keda", "observability")
+EVERY = (
+    "training_operator",
+    "inference_operator",
+    "tiered_checkpointing",
+    "autoscaling",
+    "kuberay",
+    "keda",
+    "observability",
+)
 
 
 def test_enable_then_disable_every_feature_leaves_nothing_behind(admin_api, team, start_worker):
@@ -40,6 +49,10 @@ def test_enable_then_disable_every_feature_leaves_nothing_behind(admin_api, team
     )
     assert described["TieredStorageConfig"] == {"Mode": "Enable", "InstanceMemoryAllocationPercentage": 30}
     assert leftovers(team, cluster)  # the listing sees what the features made
+    # The training rule: no elastic job while tiered checkpointing is on.
+    assert "tiered checkpointing" in " ".join(elastic_problems(cluster, "gpu"))
+    with pytest.raises(ElasticNotAllowed):
+        check_elastic(cluster, "gpu")
 
     # A setting alone is an update of that feature only.
     update = admin_api.patch(url, {"tiered_checkpointing": {"memory_percent": 40}}, format="json")
@@ -61,3 +74,4 @@ def test_enable_then_disable_every_feature_leaves_nothing_behind(admin_api, team
     assert final["pod_identity_agent"]["enabled"] and final["s3_csi"]["enabled"]  # the create's add-ons stay
     for feature in FEATURE_CRDS:
         assert not has_feature(cluster, feature), feature
+    check_elastic(cluster, "gpu")  # on-demand and no tiered checkpointing: elastic is fine
