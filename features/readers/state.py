@@ -112,7 +112,9 @@ def _hyperpod(sagemaker, cluster: Cluster) -> dict | None:
 def read_state(cluster: Cluster) -> ClusterState:
     """The actual state of every catalog entry on ``cluster``."""
     cloud = _cloud(cluster)
-    eks, iam, sagemaker = cloud.client("eks"), cloud.client("iam"), cloud.client("sagemaker")
+    eks = cloud.client("eks")
+    iam = cloud.client("iam")
+    sagemaker = cloud.client("sagemaker")
     name = cluster.eks_cluster_name
     roles = [f for f in CATALOG.values() if f.identity is not None]
     with ThreadPoolExecutor(max_workers=6) as pool:

@@ -40,7 +40,8 @@ def configuration(cluster, f: Feature, role_arn: str | None) -> str | None:
 
 
 def install(ctx: StepContext, cluster, cloud, f: Feature, role_arn: str | None = None):
-    eks, name = cloud.client("eks"), cluster.eks_cluster_name
+    eks = cloud.client("eks")
+    name = cluster.eks_cluster_name
     if not ctx.state.get("addon_arn"):
         current = _describe(eks, name, f.addon)
         if current is not None and current["status"] in BROKEN + ("DELETING",):
@@ -78,7 +79,8 @@ def install(ctx: StepContext, cluster, cloud, f: Feature, role_arn: str | None =
 
 def uninstall(ctx: StepContext, cluster, cloud, f: Feature):
     """Delete the add-on and wait until it is gone; None when it is gone."""
-    eks, name = cloud.client("eks"), cluster.eks_cluster_name
+    eks = cloud.client("eks")
+    name = cluster.eks_cluster_name
     current = _describe(eks, name, f.addon)
     if current is None:
         return None

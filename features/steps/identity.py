@@ -64,7 +64,8 @@ def _service_account(cluster, f: Feature, namespace: str, name: str) -> k8s.V1Se
 
 def ensure_identity(ctx: StepContext, cluster, cloud, f: Feature) -> str:
     """Create what is missing of the chain; returns the role ARN."""
-    iam, eks = cloud.client("iam"), cloud.client("eks")
+    iam = cloud.client("iam")
+    eks = cloud.client("eks")
     name = role_name(cluster, f)
     tags = [{"Key": k, "Value": v} for k, v in feature_tags(cluster, f.name).items()]
     arn = ensure(
@@ -112,7 +113,8 @@ def ensure_identity(ctx: StepContext, cluster, cloud, f: Feature) -> str:
 
 def remove_identity(ctx: StepContext, cluster, cloud, f: Feature) -> None:
     """Binding, ServiceAccount, policy, role: each removed when present (a repeat finds nothing)."""
-    iam, eks = cloud.client("iam"), cloud.client("eks")
+    iam = cloud.client("iam")
+    eks = cloud.client("eks")
     target = association_target(cluster, f)
     if target is not None and not ctx.state.get("association_removed"):
         namespace, service_account = target
