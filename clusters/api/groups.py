@@ -6,6 +6,7 @@ from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status
 from rest_framework.response import Response
 
+from features.api.groups import patch_group_autoscaling
 from instantstart.api.viewsets import TeamViewSet
 from instantstart.operations.serializers import OperationSerializer
 from instantstart.tenancy.roles import Role
@@ -72,6 +73,8 @@ class InstanceGroupViewSet(ClusterChildMixin, mixins.ListModelMixin, mixins.Retr
     def partial_update(self, request, cluster_pk=None, name=None):
         """Scale: send {"count": N}. When the group already has N (read from HyperPod), 200 changed:false."""
         group = self.get_object()
+        if "autoscaling" in request.data:  # managed autoscaling {min, max}: the features app's rule
+            return patch_group_autoscaling(self, request, group)
         serializer = InstanceGroupUpdateSerializer(data=request.data, context={"group": group})
         serializer.is_valid(raise_exception=True)
         operation, _ = scale_instance_group(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kubernetes import client as k8s
 
+from features.readers.drift import feature_drift
 from instantstart.cloud.aws import team_cloud
 from instantstart.cloud.kube import api_client
 from instantstart.errors import cloud_read
@@ -71,4 +72,4 @@ def cluster_drift(cluster: Cluster) -> list[dict]:
                 if exc.status != 404:
                     raise
                 differences.append(_difference(f"storage/{storage.name}", "claim", storage.claim_name, None))
-    return differences
+    return differences + feature_drift(cluster)

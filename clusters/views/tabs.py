@@ -41,6 +41,7 @@ TABS = (
     ("nodes", "Nodes"),
     ("network", "Network"),
     ("storage", "Storage"),
+    ("features", "Advanced features"),  # its content comes from the features app (loaded by the tab)
     ("operations", "Operations"),
 )
 # While the cluster is in one of these, its summary on the cluster page polls itself.

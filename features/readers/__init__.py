@@ -1,0 +1,1 @@
+"""Read-only calls to AWS and Kubernetes: the ACTUAL state of a cluster's features (state.py)."""

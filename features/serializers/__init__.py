@@ -1,0 +1,5 @@
+"""All input validation of the features app (REST, MCP and the portal use the same serializers)."""
+
+from .features import FeaturesAcceptedSerializer, FeatureSerializer, FeaturesSerializer, FeaturesUpdateSerializer
+
+__all__ = ["FeatureSerializer", "FeaturesAcceptedSerializer", "FeaturesSerializer", "FeaturesUpdateSerializer"]
