@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from features.steps import reconcile as reconcile_features
 from instantstart.operations.models import Operation, OperationStatus
 from instantstart.operations.registry import OperationKind, Step, register
 from instantstart.tenancy.roles import Role
@@ -104,6 +105,7 @@ CLUSTER_RECONCILE = register(
         steps=(
             Step("read", adopt.read_cloud, title="Record the actual state"),
             Step("manifests", adopt.reapply_manifests, title="Re-apply base manifests and volumes"),
+            Step("features", reconcile_features.run, title="Put drifted features back (features.update)"),
         ),
     )
 )

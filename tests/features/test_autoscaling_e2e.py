@@ -9,6 +9,7 @@ from kubernetes import client as k8s
 from features.rules import elastic_problems
 from instantstart.cloud.aws import team_cloud
 from instantstart.cloud.kube import api_client
+from tests.clusters.helpers import GROUP as GPU
 from tests.clusters.helpers import wait_for_operation
 from tests.features.helpers import active_cluster, features_of, leftovers
 from tests.support import wait_until
@@ -44,7 +45,8 @@ def _gpu_deployment(replicas: int) -> dict:
 
 def test_a_group_with_min_zero_scales_up_for_pending_pods_and_down_when_idle(admin_api, team, start_worker):
     start_worker()
-    cluster = active_cluster(admin_api, "elastic")
+    spot = {"name": "cheap", "instance_type": "ml.g5.xlarge", "count": 1, "capacity_type": "spot"}
+    cluster = active_cluster(admin_api, "elastic", instance_groups=[GPU, spot])
     url = f"/api/v1/clusters/{cluster.pk}/features/"
     group_url = f"/api/v1/clusters/{cluster.pk}/instance-groups/gpu/"
     early = admin_api.patch(group_url, {"autoscaling": {"min": 0, "max": 3}}, format="json")
@@ -62,6 +64,12 @@ def test_a_group_with_min_zero_scales_up_for_pending_pods_and_down_when_idle(adm
 
     bad = admin_api.patch(group_url, {"autoscaling": {"min": 4, "max": 3}}, format="json")
     assert bad.status_code == 400
+    spot_url = f"/api/v1/clusters/{cluster.pk}/instance-groups/cheap/"
+    refused = admin_api.patch(spot_url, {"autoscaling": {"min": 0, "max": 2}}, format="json")
+    assert refused.status_code == 400 and "on-demand" in str(refused.json()["error"]["fields"]["autoscaling"])
+    # The training rule: no elastic job on Spot capacity.
+    assert "Spot" in elastic_problems(cluster, "cheap")[0]
+    assert elastic_problems(cluster, "gpu") == []
     opted = admin_api.patch(group_url, {"autoscaling": {"min": 0, "max": 3}}, format="json")
     assert opted.status_code == 202, opted.json()
     wait_for_operation(opted.json()["operation"]["id"])
@@ -91,20 +99,3 @@ def test_a_group_with_min_zero_scales_up_for_pending_pods_and_down_when_idle(adm
         team_cloud(team, "us-west-2").client("sagemaker").describe_cluster(ClusterName=cluster.hyperpod_cluster_name)
     )
     assert "AutoScaling" not in described
-
-
-def test_autoscaling_is_refused_on_a_cluster_of_spot_groups_only(admin_api, start_worker):
-    start_worker()
-    spot = {"name": "cheap", "instance_type": "ml.g5.xlarge", "count": 1, "capacity_type": "spot"}
-    cluster = active_cluster(admin_api, "spotty", instance_groups=[spot])
-    row = features_of(admin_api, cluster)["autoscaling"]
-    assert row["available"] is False and "on-demand" in row["detail"]
-    response = admin_api.patch(f"/api/v1/clusters/{cluster.pk}/features/", {"autoscaling": True}, format="json")
-    assert response.status_code == 400
-    assert "on-demand" in str(response.json()["error"]["fields"]["autoscaling"])
-    group = admin_api.patch(
-        f"/api/v1/clusters/{cluster.pk}/instance-groups/cheap/", {"autoscaling": {"min": 0, "max": 2}}, format="json"
-    )
-    assert group.status_code == 400
-    # The training rule: no elastic job on Spot capacity.
-    assert "Spot" in elastic_problems(cluster, "cheap")[0]

@@ -105,9 +105,11 @@ def test_failed_add_on_retry_and_out_of_band_delete_is_drift(admin_api, team, st
     assert {"resource": "feature/observability", "field": "enabled", "recorded": True, "actual": False} in drift[
         "differences"
     ]
-    # Asking for it again repairs it: the plan is just that add-on (its identity chain is still there).
-    again = admin_api.patch(url, {"observability": True}, format="json")
-    assert again.status_code == 202
-    assert [(a["feature"], a["action"]) for a in again.json()["plan"]] == [("observability", "enable")]
-    wait_for_operation(again.json()["operation"]["id"])
+    # The cluster's reconcile puts it back with a features.update of just that feature.
+    reconcile = admin_api.post(f"/api/v1/clusters/{cluster.pk}/reconcile/")
+    assert reconcile.status_code == 202
+    wait_for_operation(reconcile.json()["id"])
+    repair = Operation.objects.filter(kind="features.update").order_by("-created_at").first()
+    assert [p.name for p in repair.phases.order_by("index")] == ["enable_observability"]
     assert features_of(admin_api, cluster)["observability"]["drift"] is False
+    assert admin_api.get(f"/api/v1/clusters/{cluster.pk}/drift/").json()["in_sync"] is True
