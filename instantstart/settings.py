@@ -101,6 +101,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Errors under /api/ are JSON in the error shape in every mode (404, 405, 413, 500 included).
+    "instantstart.api.middleware.ApiErrorMiddleware",
     # Static files (portal CSS, vendored htmx, Swagger UI) from the app itself in every mode.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -284,8 +286,11 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["instantstart.tenancy.permissions.TeamRolePermission"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "instantstart.api.errors.exception_handler",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    # instantstart/api: the generic input limits every viewset gets (README, Architecture).
+    "DEFAULT_PAGINATION_CLASS": "instantstart.api.pagination.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 50,
+    "DEFAULT_PARSER_CLASSES": ["instantstart.api.parsers.JSONObjectParser"],
+    "DEFAULT_METADATA_CLASS": "instantstart.api.metadata.ApiMetadata",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 SPECTACULAR_SETTINGS = {
