@@ -307,8 +307,16 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     # Operations and their phases share one set of statuses: name it, rather than a hash
     # (`check --deploy` reports an unnamed collision).
-    "ENUM_NAME_OVERRIDES": {"OperationStatusEnum": "instantstart.operations.models.OperationStatus"},
+    "ENUM_NAME_OVERRIDES": {
+        "OperationStatusEnum": "instantstart.operations.models.OperationStatus",
+        "RegionEnum": "instantstart.api.schema.REGIONS",
+    },
     "SERVE_AUTHENTICATION": [],
+    # Every operation documents its error answers in the one error shape (instantstart.api.schema).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "instantstart.api.schema.add_error_responses",
+    ],
 }
 
 # --- MCP ------------------------------------------------------------------------------------

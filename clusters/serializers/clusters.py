@@ -22,6 +22,7 @@ from .groups import (
     MAX_GROUPS_PER_CLUSTER,
     InstanceGroupRequestSerializer,
     InstanceGroupSerializer,
+    ZoneField,
     instance_type_infos,
     plans_for,
     validate_group_against_cloud,
@@ -48,7 +49,7 @@ class ClusterCreateSerializer(InputSerializer):
 
     name = serializers.CharField(max_length=32, validators=[NAME_VALIDATOR])
     region = RegionField()
-    availability_zone = serializers.CharField(max_length=32)
+    availability_zone = ZoneField()
     kubernetes_version = serializers.ChoiceField(choices=KUBERNETES_VERSIONS, default=DEFAULT_KUBERNETES_VERSION)
     storage = serializers.ChoiceField(choices=StorageChoice.choices, default=StorageChoice.S3)
     instance_groups = InstanceGroupRequestSerializer(many=True, allow_empty=False, max_length=MAX_GROUPS_PER_CLUSTER)
@@ -99,7 +100,7 @@ class ClusterCreateSerializer(InputSerializer):
 class ClusterZoneChangeSerializer(InputSerializer):
     """PATCH of a cluster (context: the cluster): only the zone may change, to one of its region."""
 
-    availability_zone = serializers.CharField(max_length=32)
+    availability_zone = ZoneField()
 
     def to_internal_value(self, data):
         fixed = sorted(set(data) - ZONE_CHANGE_FIELDS) if isinstance(data, Mapping) else []

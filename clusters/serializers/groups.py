@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from instantstart import kube_names
@@ -24,6 +25,45 @@ IMMUTABLE_FIELDS = {
     "availability_zone": "The zone cannot change after create: add a new group in the other zone.",
     "name": "An instance group cannot be renamed.",
 }
+
+
+ZONE_PATTERN = r"^[a-z]{2}(-[a-z]+)+-[0-9][a-z]$"
+
+
+@extend_schema_field({"type": "string", "pattern": ZONE_PATTERN, "maxLength": 32, "example": "us-west-2a"})
+class ZoneField(serializers.RegexField):
+    """An availability zone name (which zones a region has: GET /catalog/availability-zones/)."""
+
+    pattern = ZONE_PATTERN
+
+    def __init__(self, **kwargs) -> None:
+        kwargs.setdefault("max_length", 32)
+        kwargs.setdefault("error_messages", {"invalid": "An availability zone name such as us-west-2a."})
+        super().__init__(self.pattern, **kwargs)
+
+
+@extend_schema_field(
+    {"type": "string", "pattern": f"^({ZONE_PATTERN[1:-1]})?$", "maxLength": 32, "example": "us-west-2b"}
+)
+class OptionalZoneField(ZoneField):
+    """A zone, or blank for the default one."""
+
+    pattern = f"^({ZONE_PATTERN[1:-1]})?$"
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(allow_blank=True, required=False, **kwargs)
+
+
+@extend_schema_field(
+    {"type": "string", "pattern": r"^ml\.[a-z0-9-]+\.[a-z0-9]+$", "maxLength": 32, "example": "ml.g5.xlarge"}
+)
+class InstanceTypeField(serializers.RegexField):
+    """A SageMaker instance type (which a zone offers: GET /catalog/instance-types/)."""
+
+    def __init__(self, **kwargs) -> None:
+        kwargs.setdefault("max_length", 32)
+        kwargs.setdefault("error_messages", {"invalid": "A SageMaker instance type such as ml.p5.48xlarge."})
+        super().__init__(r"^ml\.[a-z0-9-]+\.[a-z0-9]+$", **kwargs)
 
 
 # HyperPod's own bounds (the SageMaker API model): groups per cluster, labels and taints per group,
@@ -83,11 +123,7 @@ class InstanceGroupRequestSerializer(InputSerializer):
         max_length=63,
         error_messages={"invalid": "Letters, digits and dashes, at most 63."},
     )
-    instance_type = serializers.RegexField(
-        r"^ml\.[a-z0-9-]+\.[a-z0-9]+$",
-        max_length=32,
-        error_messages={"invalid": "A SageMaker instance type such as ml.p5.48xlarge."},
-    )
+    instance_type = InstanceTypeField()
     count = serializers.IntegerField(min_value=1, max_value=1000)
     min_count = serializers.IntegerField(min_value=0, max_value=1000, default=0)
     capacity_type = serializers.ChoiceField(choices=CapacityType.choices, default=CapacityType.ON_DEMAND)
@@ -105,10 +141,7 @@ class InstanceGroupRequestSerializer(InputSerializer):
         default=list,
         max_length=len(DeepHealthCheck.choices),
     )
-    availability_zone = serializers.CharField(
-        max_length=32,
-        required=False,
-        allow_blank=True,
+    availability_zone = OptionalZoneField(
         help_text="Where the group's nodes run (default: the cluster's zone; a training plan's reservation decides).",
     )
     labels = LabelsField(required=False, default=dict)

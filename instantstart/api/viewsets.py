@@ -44,7 +44,7 @@ class TeamScopedMixin:
     def initial(self, request, *args, **kwargs):
         self._idempotency_record = None
         super().initial(request, *args, **kwargs)
-        if request.method in BODY_METHODS:
+        if request.method in BODY_METHODS and getattr(self, request.method.lower(), None) is not None:
             request.data  # noqa: B018 - parse now: a bad body (unknown fields, not an object) is a 400 even where the view reads none
         self._idempotency_record = idempotency.reserve(request, request.auth.team)
 

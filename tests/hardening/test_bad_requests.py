@@ -126,3 +126,21 @@ def test_an_unexpected_exception_is_a_json_500_in_every_mode(admin_api, monkeypa
             client.raise_request_exception = False
             error = assert_error(client.get("/api/v1/clusters/"), 500, "server_error")
             assert "boom" not in error["message"]
+
+
+def test_a_value_of_another_json_type_than_documented_is_a_400(admin_api, cluster):
+    response = admin_api.post("/api/v1/tokens/", {"name": 0, "role": "viewer"}, format="json")
+    assert assert_error(response, 400, "invalid")["fields"]["name"] == ["Must be a string."]
+    path = f"/api/v1/clusters/{cluster.pk}/instance-groups/workers/"
+    assert assert_error(admin_api.patch(path, {"count": "3"}, format="json"), 400)["fields"]["count"] == [
+        "Must be an integer."
+    ]
+    assert assert_error(admin_api.patch(path, {"count": True}, format="json"), 400)["fields"]["count"] == [
+        "Must be an integer."
+    ]
+
+
+def test_an_undeclared_method_is_a_405_even_with_a_body(admin_api):
+    response = admin_api.put("/api/v1/clusters/import/", {"name": "x"}, format="json")
+    assert_error(response, 405, "method_not_allowed")
+    assert "POST" in response["Allow"]
