@@ -92,6 +92,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
+    "axes",  # throttles failed portal/admin logins (AXES_* below)
     "instantstart.tenancy",
     "instantstart.operations",
     "instantstart.portal",
@@ -113,6 +114,9 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "instantstart.tenancy.middleware.CurrentTeamMiddleware",
+    "instantstart.security.SecurityHeadersMiddleware",
+    # Last, as django-axes asks: answers a locked-out login with 429.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "instantstart.urls"
@@ -274,6 +278,31 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# --- login throttling, token-failure limit, security headers ---------------------------------
+# django-axes: after AXES_FAILURE_LIMIT failed logins for one username from one address, that pair
+# is locked out (429) for AXES_COOLOFF_TIME; a successful login resets the count.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = env_float("AXES_COOLOFF_HOURS", 0.25, minimum=0.0)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+# Failed bearer-token authentications per client address and window (instantstart.api.throttle).
+TOKEN_AUTH_FAILURE_LIMIT = env_int("TOKEN_AUTH_FAILURE_LIMIT", 30, minimum=1)
+TOKEN_AUTH_FAILURE_WINDOW = env_int("TOKEN_AUTH_FAILURE_WINDOW", 60, minimum=1)
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    # Shared by every web process in production; one process's memory elsewhere.
+    "throttle": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        if MODE == "production" and REDIS_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"}
+    ),
+}
+X_FRAME_OPTIONS = "DENY"
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"

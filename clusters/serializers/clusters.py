@@ -101,6 +101,8 @@ class ClusterZoneChangeSerializer(InputSerializer):
     """PATCH of a cluster (context: the cluster): only the zone may change, to one of its region."""
 
     availability_zone = ZoneField()
+    # Refused below as fixed at create (rather than as unknown).
+    refused_fields = ("name", "region", "kubernetes_version", "storage", "instance_groups")
 
     def to_internal_value(self, data):
         fixed = sorted(set(data) - ZONE_CHANGE_FIELDS) if isinstance(data, Mapping) else []

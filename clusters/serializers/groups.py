@@ -303,6 +303,7 @@ class InstanceGroupUpdateSerializer(InputSerializer):
 
     count = serializers.IntegerField(min_value=0, max_value=1000, required=False)
     min_count = serializers.IntegerField(min_value=0, max_value=1000, required=False)
+    refused_fields = tuple(IMMUTABLE_FIELDS)  # refused below, each with why
 
     def to_internal_value(self, data):
         if isinstance(data, Mapping):

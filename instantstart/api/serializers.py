@@ -21,10 +21,14 @@ UNKNOWN_FIELD = "Unknown field."
 
 
 def unknown_fields(serializer: serializers.Serializer, data) -> list[str]:
-    """The keys of ``data`` the serializer does not declare (read-only fields are not inputs)."""
+    """The keys of ``data`` the serializer does not declare (read-only fields are not inputs).
+
+    A serializer's ``refused_fields`` are known too: it refuses them itself, with a message that
+    says why (a field fixed at create), rather than "Unknown field"."""
     if not isinstance(data, Mapping):
         return []
     known = {name for name, field in serializer.fields.items() if not field.read_only}
+    known |= set(getattr(serializer, "refused_fields", ()))
     return sorted(str(key) for key in data if key not in known)
 
 
