@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PORT ?= 3099
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint format bench clean
+.PHONY: install run test lint format bench fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,12 @@ lint: install
 format: install
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
+
+## fuzz: Schemathesis over the whole API with many more generated cases than the suite's run
+## (FUZZ_EXAMPLES per operation; the suite's run uses 8).
+FUZZ_EXAMPLES ?= 200
+fuzz: install
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest tests/hardening/test_fuzz.py -p no:cacheprovider $(PYTEST_ARGS)
 
 bench: install
 	INSTANTSTART_MODE=test DJANGO_SETTINGS_MODULE=instantstart.test_settings $(PY) bench/engine.py

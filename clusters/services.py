@@ -41,6 +41,21 @@ def _replayed(access: Access, idempotency_key: str) -> Operation | None:
     return Operation.objects.visible_to(access).filter(idempotency_key=idempotency_key).first()
 
 
+def group_node_config(group: dict) -> dict:
+    """The model fields of a validated group's nodes (the one group serializer's output, in a
+    create and an add alike): minimum count, labels, taints in HyperPod's shape, EBS size."""
+    taints = [
+        {"Key": t["key"], **({"Value": t["value"]} if t.get("value") else {}), "Effect": t["effect"]}
+        for t in group.get("taints", [])
+    ]  # HyperPod refuses an empty Value: a taint without one leaves it out
+    return {
+        "min_count": group.get("min_count", 0),
+        "labels": dict(group.get("labels", {})),
+        "taints": taints,
+        "ebs_volume_gb": group.get("ebs_volume_gb", 500),
+    }
+
+
 def create_cluster(*, access: Access, data: dict, idempotency_key: str = "") -> tuple[Cluster, Operation, bool]:
     """Record the desired cluster and start `cluster.create`. Returns (cluster, operation, created)."""
     replayed = _replayed(access, idempotency_key)
@@ -66,8 +81,9 @@ def create_cluster(*, access: Access, data: dict, idempotency_key: str = "") -> 
                 training_plan_arn=group.get("training_plan_arn", ""),
                 efa_only=group["efa_only"],
                 deep_health_checks=group.get("deep_health_checks", []),
-                availability_zone=group.get("availability_zone", data["availability_zone"]),
+                availability_zone=group.get("availability_zone") or data["availability_zone"],
                 status=InstanceGroupStatus.CREATING,
+                **group_node_config(group),
             )
         if data["storage"] != StorageChoice.NONE:
             Storage.objects.create(
@@ -278,17 +294,12 @@ def add_instance_group(
             name=data["name"],
             instance_type=data["instance_type"],
             count=data["count"],
-            min_count=data.get("min_count", 0),
             capacity_type=data["capacity_type"],
             training_plan_arn=data.get("training_plan_arn", ""),
             efa_only=data["efa_only"],
             deep_health_checks=data.get("deep_health_checks", []),
-            labels=data.get("labels", {}),
-            taints=[
-                {"Key": t["key"], "Value": t.get("value", ""), "Effect": t["effect"]} for t in data.get("taints", [])
-            ],
-            ebs_volume_gb=data.get("ebs_volume_gb", 500),
             availability_zone=data["availability_zone"],
+            **group_node_config(data),
             status=InstanceGroupStatus.CREATING,
         )
         operation, _ = start_operation(

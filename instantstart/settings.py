@@ -92,6 +92,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
+    "axes",  # throttles failed portal/admin logins (AXES_* below)
     "instantstart.tenancy",
     "instantstart.operations",
     "instantstart.portal",
@@ -102,6 +103,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Errors under /api/ are JSON in the error shape in every mode (404, 405, 413, 500 included).
+    "instantstart.api.middleware.ApiErrorMiddleware",
     # Static files (portal CSS, vendored htmx, Swagger UI) from the app itself in every mode.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -112,6 +115,9 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "instantstart.tenancy.middleware.CurrentTeamMiddleware",
+    "instantstart.security.SecurityHeadersMiddleware",
+    # Last, as django-axes asks: answers a locked-out login with 429.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "instantstart.urls"
@@ -273,6 +279,31 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# --- login throttling, token-failure limit, security headers ---------------------------------
+# django-axes: after AXES_FAILURE_LIMIT failed logins for one username from one address, that pair
+# is locked out (429) for AXES_COOLOFF_TIME; a successful login resets the count.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = env_float("AXES_COOLOFF_HOURS", 0.25, minimum=0.0)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+# Failed bearer-token authentications per client address and window (instantstart.api.throttle).
+TOKEN_AUTH_FAILURE_LIMIT = env_int("TOKEN_AUTH_FAILURE_LIMIT", 30, minimum=1)
+TOKEN_AUTH_FAILURE_WINDOW = env_int("TOKEN_AUTH_FAILURE_WINDOW", 60, minimum=1)
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    # Shared by every web process in production; one process's memory elsewhere.
+    "throttle": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        if MODE == "production" and REDIS_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"}
+    ),
+}
+X_FRAME_OPTIONS = "DENY"
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"
@@ -285,8 +316,11 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["instantstart.tenancy.permissions.TeamRolePermission"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "instantstart.api.errors.exception_handler",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    # instantstart/api: the generic input limits every viewset gets (README, Architecture).
+    "DEFAULT_PAGINATION_CLASS": "instantstart.api.pagination.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 50,
+    "DEFAULT_PARSER_CLASSES": ["instantstart.api.parsers.JSONObjectParser"],
+    "DEFAULT_METADATA_CLASS": "instantstart.api.metadata.ApiMetadata",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 SPECTACULAR_SETTINGS = {
@@ -303,8 +337,16 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     # Operations and their phases share one set of statuses: name it, rather than a hash
     # (`check --deploy` reports an unnamed collision).
-    "ENUM_NAME_OVERRIDES": {"OperationStatusEnum": "instantstart.operations.models.OperationStatus"},
+    "ENUM_NAME_OVERRIDES": {
+        "OperationStatusEnum": "instantstart.operations.models.OperationStatus",
+        "RegionEnum": "instantstart.api.schema.REGIONS",
+    },
     "SERVE_AUTHENTICATION": [],
+    # Every operation documents its error answers in the one error shape (instantstart.api.schema).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "instantstart.api.schema.add_error_responses",
+    ],
 }
 
 # --- MCP ------------------------------------------------------------------------------------

@@ -7,8 +7,11 @@ field, and nothing is created.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rest_framework import serializers
 
+from instantstart.api.serializers import InputSerializer
 from instantstart.operations.serializers import OperationSerializer
 from instantstart.tenancy.serializers import RegionField
 
@@ -16,8 +19,11 @@ from ..models import NAME_VALIDATOR, Cluster, StorageChoice
 from ..readers.importable import eks_cluster_exists
 from ..selectors import last_operation
 from .groups import (
+    MAX_GROUPS_PER_CLUSTER,
     InstanceGroupRequestSerializer,
     InstanceGroupSerializer,
+    ZoneField,
+    instance_type_infos,
     plans_for,
     validate_group_against_cloud,
     zone_error,
@@ -37,55 +43,69 @@ def name_taken(access, name: str) -> str:
     return ""
 
 
-class ClusterCreateSerializer(serializers.Serializer):
-    """A new cluster (context: the caller's access)."""
+class ClusterCreateSerializer(InputSerializer):
+    """A new cluster (context: the caller's access). Every field error of the body comes at once:
+    the name, the zone and each group's type are checked together (instantstart.api.serializers)."""
 
     name = serializers.CharField(max_length=32, validators=[NAME_VALIDATOR])
     region = RegionField()
-    availability_zone = serializers.CharField(max_length=32)
+    availability_zone = ZoneField()
     kubernetes_version = serializers.ChoiceField(choices=KUBERNETES_VERSIONS, default=DEFAULT_KUBERNETES_VERSION)
     storage = serializers.ChoiceField(choices=StorageChoice.choices, default=StorageChoice.S3)
-    instance_groups = InstanceGroupRequestSerializer(many=True, allow_empty=False)
+    instance_groups = InstanceGroupRequestSerializer(many=True, allow_empty=False, max_length=MAX_GROUPS_PER_CLUSTER)
 
     def validate_name(self, value: str) -> str:
         if error := name_taken(self.context["access"], value):
             raise serializers.ValidationError(error)
         return value
 
-    def validate(self, attrs: dict) -> dict:
+    def cross_check(self, attrs: dict, invalid: set[str]) -> dict:
+        if "region" in invalid:
+            return {}  # the zone and the types are the region's
+        team, region = self.context["access"].team, attrs["region"]
+        errors: dict = {}
+        zone = None
+        if "availability_zone" not in invalid:
+            zone = attrs["availability_zone"]
+            if error := zone_error(team, region, zone):
+                errors["availability_zone"] = [error]
+                zone = None
+        if "instance_groups" in invalid:
+            return errors
         groups = attrs["instance_groups"]
         names = [group["name"] for group in groups]
-        duplicates = {name for name in names if names.count(name) > 1}
-        if duplicates:
-            # Errors of list items are keyed by index, as DRF keys its own nested errors.
-            raise serializers.ValidationError(
-                {
-                    "instance_groups": {
-                        str(index): {"name": [f"Instance group names must be unique; {name} is used twice."]}
-                        for index, name in enumerate(names)
-                        if name in duplicates and names.index(name) != index
-                    }
-                }
-            )
-        team, region = self.context["access"].team, attrs["region"]
-        if error := zone_error(team, region, attrs["availability_zone"]):
-            raise serializers.ValidationError({"availability_zone": [error]})
+        group_errors: dict[str, dict] = {}
+        for index, group in enumerate(groups):
+            found: dict = {}
+            if names.index(group["name"]) != index:
+                found["name"] = [f"Instance group names must be unique; {group['name']} is used twice."]
+            if group.get("availability_zone") and group["availability_zone"] != attrs.get("availability_zone"):
+                found["availability_zone"] = [
+                    "A new cluster's groups are in the cluster's zone; add a group in another zone once it is active."
+                ]
+            if found:
+                group_errors[str(index)] = found  # keyed by index, as DRF keys its own nested errors
         plans = plans_for(team, region, groups)
-        errors = [validate_group_against_cloud(team, region, attrs["availability_zone"], g, plans) for g in groups]
-        if any(errors):
-            raise serializers.ValidationError(
-                {"instance_groups": {str(index): error for index, error in enumerate(errors) if error}}
-            )
-        return attrs
+        infos = instance_type_infos(team, region, groups)  # one describe per distinct type
+        for index, group in enumerate(groups):
+            if str(index) in group_errors:
+                continue
+            if cloud := validate_group_against_cloud(team, region, zone, group, plans, infos):
+                group_errors[str(index)] = cloud
+        if group_errors:
+            errors["instance_groups"] = group_errors
+        return errors
 
 
-class ClusterZoneChangeSerializer(serializers.Serializer):
+class ClusterZoneChangeSerializer(InputSerializer):
     """PATCH of a cluster (context: the cluster): only the zone may change, to one of its region."""
 
-    availability_zone = serializers.CharField(max_length=32)
+    availability_zone = ZoneField()
+    # Refused below as fixed at create (rather than as unknown).
+    refused_fields = ("name", "region", "kubernetes_version", "storage", "instance_groups")
 
     def to_internal_value(self, data):
-        fixed = sorted(set(data) - ZONE_CHANGE_FIELDS)
+        fixed = sorted(set(data) - ZONE_CHANGE_FIELDS) if isinstance(data, Mapping) else []
         if fixed:
             raise serializers.ValidationError(
                 {field: ["This field cannot be changed after create."] for field in fixed}
@@ -140,7 +160,7 @@ class ClusterSerializer(serializers.ModelSerializer):
         return cluster.node_summary
 
 
-class ClusterImportSerializer(serializers.Serializer):
+class ClusterImportSerializer(InputSerializer):
     """An existing EKS (+ HyperPod) cluster of the team's account to adopt (context: the caller's access)."""
 
     name = serializers.CharField(max_length=32, validators=[NAME_VALIDATOR])

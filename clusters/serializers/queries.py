@@ -11,6 +11,7 @@ from rest_framework import serializers
 from instantstart.tenancy.serializers import RegionField
 
 from ..readers.nodes import HEALTH_VALUES
+from .groups import ZoneField
 
 
 class ImportableQuerySerializer(serializers.Serializer):
@@ -22,7 +23,7 @@ class ImportableQuerySerializer(serializers.Serializer):
 class RegionQuerySerializer(ImportableQuerySerializer):
     """The catalog's query: a region and, for the instance types, optionally one zone of it."""
 
-    availability_zone = serializers.CharField(max_length=32, required=False)
+    availability_zone = ZoneField(required=False)
 
 
 class NodeQuerySerializer(serializers.Serializer):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from instantstart.api.serializers import InputSerializer
+
 from ..models import NAME_VALIDATOR, Cluster, Storage, StorageKind, StorageStatus
 from ..readers.storage import bucket_exists, file_system_exists
 
@@ -14,7 +16,7 @@ class StorageSerializer(serializers.ModelSerializer):
         fields = ["id", "name", "kind", "bucket", "file_system_id", "namespace", "claim_name", "status", "managed"]
 
 
-class StorageAttachSerializer(serializers.Serializer):
+class StorageAttachSerializer(InputSerializer):
     """Mount an existing S3 bucket or FSx file system into the cluster (context: the cluster)."""
 
     name = serializers.CharField(max_length=63, validators=[NAME_VALIDATOR])

@@ -10,6 +10,8 @@ from instantstart.tenancy.access import Access
 
 from . import idempotency
 
+BODY_METHODS = {"POST", "PUT", "PATCH"}
+
 
 class TeamScopedMixin:
     """Scopes `queryset` to what the caller sees and handles Idempotency-Key on writes.
@@ -42,6 +44,8 @@ class TeamScopedMixin:
     def initial(self, request, *args, **kwargs):
         self._idempotency_record = None
         super().initial(request, *args, **kwargs)
+        if request.method in BODY_METHODS and getattr(self, request.method.lower(), None) is not None:
+            request.data  # noqa: B018 - parse now: a bad body (unknown fields, not an object) is a 400 even where the view reads none
         self._idempotency_record = idempotency.reserve(request, request.auth.team)
 
     def handle_exception(self, exc):

@@ -13,7 +13,7 @@ STATUS_TOOL = "get_operation"
 
 class PhaseSerializer(serializers.ModelSerializer):
     title = serializers.SerializerMethodField()
-    elapsed_seconds = serializers.FloatField(read_only=True)
+    elapsed_seconds = serializers.FloatField(read_only=True, allow_null=True)  # null until it starts
 
     class Meta:
         model = Phase
@@ -45,7 +45,7 @@ class OperationSerializer(serializers.ModelSerializer):
     requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
     url = serializers.SerializerMethodField()
     status_tool = serializers.SerializerMethodField()
-    elapsed_seconds = serializers.FloatField(read_only=True)
+    elapsed_seconds = serializers.FloatField(read_only=True, allow_null=True)  # null until it starts
     can_retry = serializers.BooleanField(read_only=True)
     can_cancel = serializers.BooleanField(read_only=True)
 

@@ -133,8 +133,11 @@ class ApiTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TeamView
         token = revoke_token(access=self.access, token=self.get_object())
         return Response(ApiTokenSerializer(token).data)
 
+    @extend_schema(request=None, responses=ApiTokenSerializer)
     def destroy(self, request, pk=None):
-        revoke_token(access=self.access, token=self.get_object())
-        return Response(status=status.HTTP_204_NO_CONTENT)
+        """Revoke the token (as `POST …/revoke/`) and answer it: a token is never removed, so the audit
+        trail keeps naming it, and a GET afterwards shows the same token with `revoked_at` set."""
+        token = revoke_token(access=self.access, token=self.get_object())
+        return Response(ApiTokenSerializer(token).data)
 
     http_method_names = ["get", "post", "delete", "head", "options"]

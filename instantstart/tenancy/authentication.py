@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
+from instantstart.api import throttle
+
 from .access import VIA_ENVIRON_KEY, Access, Via
 from .models import ApiToken, Membership, hash_token
 from .teams import current_membership
@@ -43,8 +45,10 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         if len(parts) != 2:
             raise exceptions.AuthenticationFailed("Malformed Authorization header: use 'Bearer <token>'.")
         via = request._request.META.get(VIA_ENVIRON_KEY, Via.API)
+        throttle.check(request)
         access = resolve_token(parts[1], via)
         if access is None:
+            throttle.record_failure(request)
             raise exceptions.AuthenticationFailed("Invalid, expired or revoked token.")
         return access.user, access
 
