@@ -44,7 +44,10 @@ from typing import Any
 
 from rest_framework.views import APIView
 
+from instantstart.tenancy.roles import Role, role_at_least
+
 from .contract import Contract, ContractError, bind, input_schema
+from .descriptions import describe_arguments
 from .routes import RouteError
 
 IDEMPOTENCY_ARGUMENT = "idempotency_key"
@@ -118,10 +121,30 @@ class Tool:
     def path_params(self) -> dict[str, str]:
         return self.contract.path_params
 
+    @property
+    def unchecked_arguments(self) -> frozenset[str]:
+        """Arguments no serializer of the endpoint validates: path ids, page bounds, the idempotency key."""
+        extra = {"limit", "offset"} if self.contract.paginated else set()
+        return frozenset({*self.contract.path_params, *extra, IDEMPOTENCY_ARGUMENT})
+
+    @cached_property
+    def required_role(self) -> str:
+        """The team role the endpoint demands, read as its permission reads it (``required_role``)."""
+        roles = getattr(self.view, "action_roles", {})
+        if self.action in roles:
+            return roles[self.action]
+        if self.contract.method == "get":
+            return Role.VIEWER
+        return getattr(self.view, "default_write_role", Role.MEMBER)
+
+    def allowed_for(self, role: str | None) -> bool:
+        """Whether a caller with ``role`` may call the tool at all (None: unknown caller, all tools)."""
+        return role is None or role_at_least(role, self.required_role)
+
     @cached_property
     def input_schema(self) -> dict[str, Any]:
         """The JSON Schema of the tool's arguments."""
-        schema = input_schema(self.contract, self._path_description)
+        schema = describe_arguments(input_schema(self.contract, self._path_description))
         if self.mutating:
             schema["properties"][IDEMPOTENCY_ARGUMENT] = dict(_IDEMPOTENCY_SCHEMA)
         return schema
@@ -162,9 +185,9 @@ class Registry:
     def all(self) -> list[Tool]:
         return list(self._tools.values())
 
-    def visible(self, *, read_only: bool) -> list[Tool]:
-        """The tools a server lists: all of them, or only the read-only ones."""
-        return [tool for tool in self._tools.values() if not (read_only and tool.mutating)]
+    def visible(self, *, read_only: bool, role: str | None = None) -> list[Tool]:
+        """The tools a server lists: only read-only ones in read-only mode, only those ``role`` may call."""
+        return [tool for tool in self._tools.values() if not (read_only and tool.mutating) and tool.allowed_for(role)]
 
     def check(self) -> None:
         """Every status tool named by a mutating tool exists and is read-only."""

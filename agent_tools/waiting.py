@@ -1,0 +1,167 @@
+"""wait_for_operation: block the agent, not the server, until an operation moves.
+
+The one tool that is not a REST endpoint: REST clients poll ``GET /operations/{id}/``, an agent
+calls this and gets an answer as soon as the operation's status or one of its phases' status
+changes, or at its timeout (≤ 60 s). The wait itself is an ``asyncio.sleep`` on the event loop: no
+worker thread is held while waiting, and no database connection either — each check is one small
+query (the operation's status and its phases' statuses) run on Django's sync thread, after which
+the connection is released as at the end of a request (CONN_MAX_AGE decides, as for REST).
+
+The answer before and after the wait is ``get_operation``'s (dispatched into its REST endpoint), so
+team scoping and roles are the REST API's: another team's operation is the same not_found. An id
+that is an approval (``agent_tools.approvals``) is waited on the same way until it is decided.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+import mcp_types as types
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from . import dispatch
+from .db import release_stale_connections
+from .results import WAIT_TOOL, error_result, result_of
+from .validation import argument_errors
+
+TOOL_NAME = WAIT_TOOL
+MAX_TIMEOUT_SECONDS = 60
+DEFAULT_TIMEOUT_SECONDS = 30
+
+INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "id": {
+            "type": "string",
+            "description": "The operation's id (operation_id of a mutating tool's result), or an approval's id.",
+        },
+        "timeout_seconds": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_TIMEOUT_SECONDS,
+            "description": f"Longest wait in seconds (1-{MAX_TIMEOUT_SECONDS}, default {DEFAULT_TIMEOUT_SECONDS}).",
+        },
+    },
+    "required": ["id"],
+    "additionalProperties": False,
+}
+
+DESCRIPTION = (
+    "Wait until an operation changes: returns as soon as its status or a phase's status changes, or after "
+    f"timeout_seconds (at most {MAX_TIMEOUT_SECONDS}). Use it after every mutating tool whose result says "
+    "next: wait_for_operation, with its operation_id, and call it again while terminal is false. Read-only; "
+    "costs the server nothing while it waits. Returns {operation, changed, timed_out, terminal} (operation as "
+    "get_operation answers it), plus next: wait_for_operation while it is not terminal. For an approval id "
+    "returns {approval, …} the same way until an admin approves or rejects it; an approved approval names "
+    "the operation it started."
+)
+
+
+def listing() -> list[types.Tool]:
+    return [
+        types.Tool(
+            name=TOOL_NAME,
+            title="Wait for an operation",
+            description=DESCRIPTION,
+            input_schema=INPUT_SCHEMA,
+            annotations=types.ToolAnnotations(
+                title="Wait for an operation",
+                read_only_hint=True,
+                destructive_hint=False,
+                idempotent_hint=True,
+                open_world_hint=False,
+            ),
+        )
+    ]
+
+
+async def call(arguments: dict[str, Any] | None, caller: dispatch.Caller) -> types.CallToolResult:
+    invalid = argument_errors(INPUT_SCHEMA, arguments)
+    if invalid is not None:
+        return error_result(invalid)
+    ident = arguments["id"]
+    timeout = arguments.get("timeout_seconds", DEFAULT_TIMEOUT_SECONDS)
+    kind, answer = await sync_to_async(_read, thread_sensitive=True)(ident, caller)
+    if not answer.ok:
+        return result_of(answer)
+    started = time.monotonic()
+    before = _fingerprint(kind, answer.data)
+    changed = False
+    if not _terminal(kind, answer.data):
+        interval = settings.MCP_WAIT_POLL_SECONDS
+        deadline = started + timeout
+        while (remaining := deadline - time.monotonic()) > 0:
+            await asyncio.sleep(min(interval, remaining))
+            now = await sync_to_async(_poll, thread_sensitive=True)(kind, ident)
+            if now != before:
+                changed = True
+                break
+        _, answer = await sync_to_async(_read, thread_sensitive=True)(ident, caller)
+        if not answer.ok:
+            return result_of(answer)
+        changed = changed or _fingerprint(kind, answer.data) != before
+    terminal = _terminal(kind, answer.data)
+    data: dict[str, Any] = {
+        kind: answer.data,
+        "changed": changed,
+        "timed_out": not changed and not terminal,
+        "terminal": terminal,
+        "waited_seconds": round(time.monotonic() - started, 3),
+    }
+    if not terminal:
+        data.update({"next": TOOL_NAME, "operation_id": str(ident)})
+    elif kind == "approval" and answer.data.get("operation"):
+        data.update({"next": TOOL_NAME, "operation_id": str(answer.data["operation"]["id"])})
+    text = json.dumps(data, separators=(",", ":"), default=str)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=data)
+
+
+def _read(ident: str, caller: dispatch.Caller) -> tuple[str, dispatch.Answer]:
+    """The operation (or approval) as its REST endpoint answers the caller."""
+    from .registry import registry
+
+    release_stale_connections()
+    try:
+        answer = dispatch.call(registry.get("get_operation"), {"id": ident}, caller)
+        if answer.status == 404 and registry.get("get_approval") is not None:
+            approval = dispatch.call(registry.get("get_approval"), {"id": ident}, caller)
+            if approval.status != 404:
+                return "approval", approval
+        return "operation", answer
+    finally:
+        release_stale_connections()
+
+
+def _poll(kind: str, ident: str) -> tuple:
+    """One small query: what a change would change (the caller's access was checked by ``_read``)."""
+    release_stale_connections()
+    try:
+        if kind == "approval":
+            from .approvals.models import Approval
+
+            rows = Approval.objects.filter(pk=ident).values_list("status", "operation_id")
+            return tuple((status, str(operation) if operation else None) for status, operation in rows)
+        from instantstart.operations.models import Operation
+
+        rows = Operation.objects.filter(pk=ident).order_by("phases__index").values_list("status", "phases__status")
+        return tuple(rows)
+    finally:
+        release_stale_connections()
+
+
+def _fingerprint(kind: str, data: dict) -> tuple:
+    if kind == "approval":
+        operation = data.get("operation") or {}
+        return ((data.get("status"), operation.get("id")),)
+    phases = data.get("phases") or [{}]
+    return tuple((data.get("status"), phase.get("status")) for phase in phases)
+
+
+def _terminal(kind: str, data: dict) -> bool:
+    if kind == "approval":
+        return data.get("status") in ("approved", "rejected", "expired")
+    return data.get("status") in ("succeeded", "failed", "cancelled")
