@@ -95,6 +95,14 @@ def build_server(
         answer = await sync_to_async(_call_in_thread, thread_sensitive=True)(tool, params.arguments, caller)
         return result_of(answer, tool)
 
+    def input_schema_of(name: str) -> dict | None:
+        # For the SDK's Mcp-Param header check: without it, every HTTP tools/call would first run
+        # the whole tools/list handler (a token lookup and every tool's description) to find one schema.
+        if name == waiting.TOOL_NAME:
+            return waiting.INPUT_SCHEMA
+        tool = tools.get(name)
+        return tool.input_schema if tool is not None else None
+
     return Server(
         SERVER_NAME,
         version=_version(),
@@ -102,6 +110,7 @@ def build_server(
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        get_tool_input_schema=input_schema_of,
     )
 
 

@@ -69,7 +69,7 @@ def argument_errors(schema: dict[str, Any], arguments: Any, *, strict: frozenset
             takes = ", ".join(properties) or "no arguments"
             fields.setdefault(name, []).append(f"Unknown argument: this tool takes {takes}.")
     known = {name: value for name, value in arguments.items() if name in properties}
-    for error in Draft202012Validator(schema).iter_errors(known):
+    for error in _validator(schema).iter_errors(known):
         for field, message in _describe(error):
             if _leaf(error).validator in _VALUE_CHECKS and strict is not None and field.split(".")[0] not in strict:
                 continue
@@ -78,6 +78,17 @@ def argument_errors(schema: dict[str, Any], arguments: Any, *, strict: frozenset
         return None
     first = next(iter(fields))
     return error_body("invalid", f"{first}: {fields[first][0]}", fields)
+
+
+_validators: dict[int, tuple[dict, Draft202012Validator]] = {}
+
+
+def _validator(schema: dict[str, Any]) -> Draft202012Validator:
+    """One validator per schema object (a tool's schema is built once and kept)."""
+    cached = _validators.get(id(schema))
+    if cached is None or cached[0] is not schema:
+        cached = _validators[id(schema)] = (schema, Draft202012Validator(schema))
+    return cached[1]
 
 
 def _describe(error: ValidationError) -> list[tuple[str, str]]:

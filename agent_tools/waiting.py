@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
+import weakref
 from typing import Any
 
 import mcp_types as types
@@ -27,6 +29,8 @@ from . import dispatch
 from .db import release_stale_connections
 from .results import WAIT_TOOL, error_result, result_of
 from .validation import argument_errors
+
+log = logging.getLogger(__name__)
 
 TOOL_NAME = WAIT_TOOL
 MAX_TIMEOUT_SECONDS = 60
@@ -92,14 +96,7 @@ async def call(arguments: dict[str, Any] | None, caller: dispatch.Caller) -> typ
     before = _fingerprint(kind, answer.data)
     changed = False
     if not _terminal(kind, answer.data):
-        interval = settings.MCP_WAIT_POLL_SECONDS
-        deadline = started + timeout
-        while (remaining := deadline - time.monotonic()) > 0:
-            await asyncio.sleep(min(interval, remaining))
-            now = await sync_to_async(_poll, thread_sensitive=True)(kind, ident)
-            if now != before:
-                changed = True
-                break
+        changed = await _poller().wait((kind, str(ident)), before, timeout)
         _, answer = await sync_to_async(_read, thread_sensitive=True)(ident, caller)
         if not answer.ok:
             return result_of(answer)
@@ -136,19 +133,95 @@ def _read(ident: str, caller: dispatch.Caller) -> tuple[str, dispatch.Answer]:
         release_stale_connections()
 
 
-def _poll(kind: str, ident: str) -> tuple:
-    """One small query: what a change would change (the caller's access was checked by ``_read``)."""
+class _Poller:
+    """One per event loop: every wait of the process is checked by one query per interval.
+
+    A wait registers (what it waits on, the fingerprint it saw) and a future; one task polls the
+    fingerprints of all registered operations and approvals together and resolves each future
+    whose fingerprint moved. The task stops when nobody waits. So 100 waits cost the server what
+    one does: one small query every MCP_WAIT_POLL_SECONDS on Django's sync thread, no thread and no
+    connection of their own.
+    """
+
+    def __init__(self) -> None:
+        self.waits: dict[tuple[str, str], list[tuple[tuple, asyncio.Future]]] = {}
+        self.task: asyncio.Task | None = None
+
+    async def wait(self, key: tuple[str, str], before: tuple, timeout: float) -> bool:
+        """True when the fingerprint of ``key`` moved from ``before`` within ``timeout`` seconds."""
+        future = asyncio.get_running_loop().create_future()
+        entry = (before, future)
+        self.waits.setdefault(key, []).append(entry)
+        if self.task is None or self.task.done():
+            self.task = asyncio.ensure_future(self._run())
+        try:
+            await asyncio.wait_for(asyncio.shield(future), timeout)
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            entries = self.waits.get(key, [])
+            if entry in entries:
+                entries.remove(entry)
+            if not entries:
+                self.waits.pop(key, None)
+
+    async def _run(self) -> None:
+        while self.waits:
+            await asyncio.sleep(settings.MCP_WAIT_POLL_SECONDS)
+            keys = list(self.waits)
+            if not keys:
+                break
+            try:
+                now = await sync_to_async(_poll, thread_sensitive=True)(keys)
+            except Exception:  # noqa: BLE001 - a failed poll (database restart) is retried next interval
+                log.warning("wait_for_operation: poll failed", exc_info=True)
+                continue
+            for key in keys:
+                for before, future in list(self.waits.get(key, [])):
+                    if now.get(key) != before and not future.done():
+                        future.set_result(True)
+
+
+_pollers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _poller() -> _Poller:
+    loop = asyncio.get_running_loop()
+    poller = _pollers.get(loop)
+    if poller is None:
+        poller = _pollers[loop] = _Poller()
+    return poller
+
+
+def _poll(keys: list[tuple[str, str]]) -> dict[tuple[str, str], tuple]:
+    """The fingerprints of these operations and approvals: at most one small query per kind.
+
+    The callers' access was checked by ``_read`` before they started waiting.
+    """
     release_stale_connections()
     try:
-        if kind == "approval":
-            from .approvals.models import Approval
+        found: dict[tuple[str, str], list] = {}
+        operations = [ident for kind, ident in keys if kind == "operation"]
+        approvals = [ident for kind, ident in keys if kind == "approval"]
+        if operations:
+            from instantstart.operations.models import Operation
 
-            rows = Approval.objects.filter(pk=ident).values_list("status", "operation_id")
-            return tuple((status, str(operation) if operation else None) for status, operation in rows)
-        from instantstart.operations.models import Operation
+            rows = (
+                Operation.objects.filter(pk__in=operations)
+                .order_by("pk", "phases__index")
+                .values_list("pk", "status", "phases__status")
+            )
+            for pk, status, phase in rows:
+                found.setdefault(("operation", str(pk)), []).append((status, phase))
+        if approvals:
+            from .models import Approval
 
-        rows = Operation.objects.filter(pk=ident).order_by("phases__index").values_list("status", "phases__status")
-        return tuple(rows)
+            for pk, status, operation in Approval.objects.filter(pk__in=approvals).values_list(
+                "pk", "status", "operation_id"
+            ):
+                found[("approval", str(pk))] = [(status, str(operation) if operation else None)]
+        return {key: tuple(value) for key, value in found.items()}
     finally:
         release_stale_connections()
 
