@@ -21,6 +21,10 @@ NOT_FOR_AGENTS: dict[str, str] = {
     "instantstart.tenancy.api.ApiTokenViewSet.create": "It answers a new credential's secret, which would land in "
     "the agent's transcript; a person creates tokens (portal, REST or manage.py create_token). An agent can "
     "list and revoke them.",
+    "agent_tools.api.ApprovalViewSet.approve": "The human gate: an agent must not approve its own costly change; "
+    "a team admin approves in the portal or over REST.",
+    "agent_tools.api.ApprovalViewSet.reject": "The human gate's decision belongs to a team admin (portal or REST); "
+    "an agent that no longer wants the change simply does not wait on it.",
     "instantstart.tenancy.api.MembershipViewSet.update": "PUT is not served (http_method_names); "
     "change_member_role is the PATCH.",
 }

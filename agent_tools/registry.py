@@ -49,8 +49,13 @@ from instantstart.tenancy.roles import Role, role_at_least
 from .contract import Contract, ContractError, bind, input_schema
 from .descriptions import describe_arguments
 from .routes import RouteError
+from .schema import answer_schema
 
 IDEMPOTENCY_ARGUMENT = "idempotency_key"
+# Arguments that name priced capacity (instance type × count): a tool taking one may be held by the
+# human gate (agent_tools.approvals). Tools whose cost is read from current state instead:
+COST_ARGUMENTS = frozenset({"instance_groups", "instance_type"})
+ESTIMATED_FROM_STATE = frozenset({"scale_instance_group"})
 _IDEMPOTENCY_SCHEMA = {
     "type": "string",
     "maxLength": 200,
@@ -151,8 +156,29 @@ class Tool:
 
     @cached_property
     def output_schema(self) -> dict[str, Any] | None:
-        """The JSON Schema of a successful answer (from the endpoint's response serializers)."""
-        return self.contract.output_schema()
+        """The JSON Schema of a successful answer (from the endpoint's response serializers).
+
+        A tool the human gate may hold (``gateable``) may also answer ``{"approval": …}``.
+        """
+        schema = self.contract.output_schema()
+        if not self.gateable or schema is None:
+            return schema
+        from .serializers import ApprovalSerializer
+
+        held = {
+            "type": "object",
+            "properties": {"approval": answer_schema(ApprovalSerializer())},
+            "required": ["approval"],
+        }
+        answers = schema["anyOf"] if "anyOf" in schema else [schema]
+        return {"type": "object", "anyOf": [*answers, held]}
+
+    @cached_property
+    def gateable(self) -> bool:
+        """Changes state and says in its arguments what capacity it adds: the human gate may hold it."""
+        if not self.mutating:
+            return False
+        return self.name in ESTIMATED_FROM_STATE or bool(COST_ARGUMENTS & self.input_schema["properties"].keys())
 
     def _object_name(self) -> str:
         queryset = getattr(self.view, "queryset", None)

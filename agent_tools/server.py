@@ -20,7 +20,7 @@ from instantstart.api.errors import error_body
 from instantstart.tenancy.access import Via
 from instantstart.tenancy.authentication import resolve_token
 
-from . import dispatch, waiting
+from . import approvals, dispatch, waiting
 from .db import release_stale_connections
 from .registry import Registry, Tool, registry
 from .results import error_result, result_of
@@ -169,7 +169,9 @@ def _role_of(caller: dispatch.Caller) -> str | None:
 def _call_in_thread(tool: Tool, arguments: dict[str, Any] | None, caller: dispatch.Caller) -> dispatch.Answer:
     release_stale_connections()
     try:
-        return dispatch.call(tool, arguments, caller)
+        # The human gate first: an agent token's costly change is held, not dispatched.
+        held = approvals.gate(tool, arguments, caller)
+        return held if held is not None else dispatch.call(tool, arguments, caller)
     finally:
         release_stale_connections()
 

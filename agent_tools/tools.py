@@ -10,6 +10,7 @@ from instantstart.operations.api import AuditEventViewSet, OperationViewSet
 from instantstart.operations.serializers import STATUS_TOOL
 from instantstart.tenancy.api import ApiTokenViewSet, MembershipViewSet, TeamSettingsViewSet, WhoAmIView
 
+from .api import ApprovalViewSet
 from .registry import Tool, register
 
 _OPERATION_SHAPE = (
@@ -245,5 +246,40 @@ register(
         action="destroy",
         status_tool="list_tokens",
         destructive=True,
+    ),
+)
+
+_APPROVAL_SHAPE = (
+    "An approval is {id, status (pending|approved|rejected), tool, arguments, estimate {usd_per_hour, threshold, "
+    "instances {instance type: count}, unknown_types, source}, requested_by, token, created_at, decided_by, "
+    "decided_at, reason, executed_at, result_status, operation {id, kind, status} once the approved change ran}."
+)
+
+register(
+    Tool(
+        name="list_approvals",
+        title="List approvals",
+        description=(
+            "List the changes agents asked for that wait (or waited) for a team admin because their estimated cost "
+            "is above the team's agent_approval_above, newest first, optionally by status. Read-only. Returns "
+            "{count, next, previous, results: [approval]}. " + _APPROVAL_SHAPE + " Tell the user a pending one "
+            "needs a team admin's approval in the portal (Approvals); wait on it with wait_for_operation."
+        ),
+        view=ApprovalViewSet,
+        action="list",
+        read_only=True,
+    ),
+    Tool(
+        name="get_approval",
+        title="Get an approval",
+        description=(
+            "Get one approval by id. Read-only. A mutating tool answers {approval: {id, status: pending, estimate}} "
+            "instead of starting when the change costs more per hour than the team allows agents; then call "
+            "wait_for_operation with the approval's id: once a team admin approves, that wait starts the change and "
+            "answers its operation; a rejected approval started nothing. " + _APPROVAL_SHAPE
+        ),
+        view=ApprovalViewSet,
+        action="retrieve",
+        read_only=True,
     ),
 )

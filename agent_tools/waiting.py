@@ -92,6 +92,8 @@ async def call(arguments: dict[str, Any] | None, caller: dispatch.Caller) -> typ
     kind, answer = await sync_to_async(_read, thread_sensitive=True)(ident, caller)
     if not answer.ok:
         return result_of(answer)
+    if kind == "approval" and _runnable(answer.data):
+        kind, answer = await sync_to_async(_run_and_read, thread_sensitive=True)(ident, caller)
     started = time.monotonic()
     before = _fingerprint(kind, answer.data)
     changed = False
@@ -100,6 +102,8 @@ async def call(arguments: dict[str, Any] | None, caller: dispatch.Caller) -> typ
         _, answer = await sync_to_async(_read, thread_sensitive=True)(ident, caller)
         if not answer.ok:
             return result_of(answer)
+        if kind == "approval" and _runnable(answer.data):
+            _, answer = await sync_to_async(_run_and_read, thread_sensitive=True)(ident, caller)
         changed = changed or _fingerprint(kind, answer.data) != before
     terminal = _terminal(kind, answer.data)
     data: dict[str, Any] = {
@@ -115,6 +119,22 @@ async def call(arguments: dict[str, Any] | None, caller: dispatch.Caller) -> typ
         data.update({"next": TOOL_NAME, "operation_id": str(answer.data["operation"]["id"])})
     text = json.dumps(data, separators=(",", ":"), default=str)
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=data)
+
+
+def _runnable(approval: dict) -> bool:
+    return approval.get("status") == "approved" and not approval.get("executed_at")
+
+
+def _run_and_read(ident: str, caller: dispatch.Caller) -> tuple[str, dispatch.Answer]:
+    """Start the approved call (once, for the token that asked), then read the approval again."""
+    from .approvals import run_if_approved
+
+    release_stale_connections()
+    try:
+        run_if_approved(ident, caller)
+    finally:
+        release_stale_connections()
+    return _read(ident, caller)
 
 
 def _read(ident: str, caller: dispatch.Caller) -> tuple[str, dispatch.Answer]:
@@ -217,10 +237,10 @@ def _poll(keys: list[tuple[str, str]]) -> dict[tuple[str, str], tuple]:
         if approvals:
             from .models import Approval
 
-            for pk, status, operation in Approval.objects.filter(pk__in=approvals).values_list(
-                "pk", "status", "operation_id"
+            for pk, status, result in Approval.objects.filter(pk__in=approvals).values_list(
+                "pk", "status", "result_status"
             ):
-                found[("approval", str(pk))] = [(status, str(operation) if operation else None)]
+                found[("approval", str(pk))] = [(status, result)]
         return {key: tuple(value) for key, value in found.items()}
     finally:
         release_stale_connections()
@@ -228,13 +248,12 @@ def _poll(keys: list[tuple[str, str]]) -> dict[tuple[str, str], tuple]:
 
 def _fingerprint(kind: str, data: dict) -> tuple:
     if kind == "approval":
-        operation = data.get("operation") or {}
-        return ((data.get("status"), operation.get("id")),)
+        return ((data.get("status"), data.get("result_status")),)
     phases = data.get("phases") or [{}]
     return tuple((data.get("status"), phase.get("status")) for phase in phases)
 
 
 def _terminal(kind: str, data: dict) -> bool:
-    if kind == "approval":
-        return data.get("status") in ("approved", "rejected", "expired")
+    if kind == "approval":  # decided, and when approved, run (its operation is then what to wait on)
+        return data.get("status") == "rejected" or data.get("result_status") is not None
     return data.get("status") in ("succeeded", "failed", "cancelled")

@@ -116,10 +116,12 @@ def test_listing_schemas_and_status_tools(admin_token):
         assert tools[name].annotations.read_only_hint is True, name
         assert tools[name].annotations.destructive_hint is False, name  # all four hints, always said
         assert "idempotency_key" not in schema[name]["properties"], name
-    # Scaling answers {changed, instance_group} or {changed, operation}: both shapes are in its schema.
+    # Scaling answers {changed, instance_group} or {changed, operation}: both shapes are in its schema
+    # (and {approval} when the human gate holds an agent's costly scale-up).
     assert [answer["required"] for answer in tools["scale_instance_group"].output_schema["anyOf"]] == [
         ["changed", "instance_group"],
         ["changed", "operation"],
+        ["approval"],
     ]
     assert "notes" in tools["add_instance_group"].description
     assert "changed: false" in tools["scale_instance_group"].description
