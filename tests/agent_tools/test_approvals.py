@@ -51,7 +51,7 @@ def gated(team, admin_user):
     """The team holds agent changes above 10 USD/h; an agent token of another admin; a settled cluster."""
     team.agent_approval_above = 10
     team.save()
-    owner = make_member(team, "carol", Role.ADMIN)
+    owner = make_member(team, "ada", Role.ADMIN)
     _, raw = create_token(access=system_access(team, owner), user=owner, name="claude", role=Role.ADMIN, agent=True)
     return {"agent": MCP(raw), "cluster": settled_cluster(team, admin_user), "owner": owner}
 
@@ -79,7 +79,7 @@ def test_a_costly_group_is_held_until_an_admin_approves(gated, admin_token, memb
     assert approval["estimate"]["usd_per_hour"] == pytest.approx(11.28)
     assert approval["estimate"]["threshold"] == 10
     assert approval["estimate"]["instances"] == {"ml.g5.xlarge": 8}
-    assert (approval["tool"], approval["requested_by"]) == ("add_instance_group", "carol")
+    assert (approval["tool"], approval["requested_by"]) == ("add_instance_group", "ada")
     nothing_started()
     # Asking again (a retry) is the same approval.
     assert held_approval(ask(gated))["id"] == approval["id"]
@@ -104,7 +104,7 @@ def test_a_costly_group_is_held_until_an_admin_approves(gated, admin_token, memb
     # It ran once, as the agent's token over MCP; the audit shows who approved.
     assert Operation.objects.filter(kind="instance_group.add").count() == 1
     assert list(AuditEvent.objects.filter(action="instance_group.add").values_list("via", "actor__username")) == [
-        ("mcp", "carol")
+        ("mcp", "ada")
     ]
     approved = AuditEvent.objects.get(action="approval.approve")
     assert (approved.actor.username, approved.summary["reason"]) == (admin_user.username, "ok for the demo")
@@ -148,3 +148,35 @@ def test_team_admins_set_the_threshold_and_prices(admin_token, member_token, tea
     assert team.price_overrides == {"ml.g5.xlarge": 2.5}
     created = admin.post("/api/v1/tokens/", {"name": "bot", "role": "viewer", "agent": True}, format="json")
     assert created.status_code == 201 and created.json()["agent"] is True
+
+
+def test_an_admin_approves_in_the_portal(gated, admin_client, member_client, viewer_client):
+    approval = held_approval(ask(gated))
+    page = admin_client.get("/approvals/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "add_instance_group" in html and "11.28 USD/h" in html and "Approve" in html
+    assert "Approve" not in viewer_client.get("/approvals/").content.decode()  # viewers see, admins decide
+    assert member_client.post(f"/approvals/{approval['id']}/approve/").status_code == 403
+    response = admin_client.post(f"/approvals/{approval['id']}/approve/", {"reason": "go"})
+    assert response.status_code == 302
+    answer = body(gated["agent"].call(WAIT, {"id": approval["id"], "timeout_seconds": 5}))
+    assert answer["approval"]["operation"]["kind"] == "instance_group.add"
+    assert AuditEvent.objects.get(action="approval.approve").via == "ui"
+    decided = admin_client.get("/approvals/").content.decode()
+    assert "Nothing is waiting for approval." in decided and "Approved by alice" in decided
+
+
+def test_the_portal_sets_the_threshold_and_agent_tokens(admin_client, team):
+    page = admin_client.get("/team/").content.decode()
+    assert 'name="agent_approval_above"' in page and 'name="agent"' in page
+    team.refresh_from_db()
+    posted = {"name": team.name, "cloud": team.cloud, "default_region": team.default_region}
+    admin_client.post("/team/settings/", {**posted, "agent_approval_above": "25"})
+    team.refresh_from_db()
+    assert team.agent_approval_above == 25
+    admin_client.post("/team/settings/", {**posted, "agent_approval_above": ""})
+    team.refresh_from_db()
+    assert team.agent_approval_above is None
+    admin_client.post("/team/tokens/", {"name": "claude", "role": "member", "agent": "on"})
+    assert team.tokens.get(name="claude").agent is True
