@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PORT ?= 3099
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint format bench fuzz clean
+.PHONY: install run test lint format bench fuzz clean skills
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ test: install
 	$(PY) -m pytest --ignore=tests/sandbox $(PYTEST_ARGS) || status=1; \
 	$(PY) -m pytest tests/sandbox $(PYTEST_ARGS) || status=1; \
 	exit $$status
+
+## skills: generate .claude/skills/ from .kiro/skills/ (the one source of the agent skills)
+skills:
+	$(PY) -m agent_tools.skills
 
 lint: install
 	$(VENV)/bin/ruff check .

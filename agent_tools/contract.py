@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .registry import Tool
 
 _BODY_METHODS = ("post", "put", "patch")
+DEFAULT_MAX_LIMIT = 1000
 
 
 class ContractError(Exception):
@@ -42,6 +43,7 @@ class Contract:
     query: serializers.Serializer | None  # query parameters (for a GET: all its arguments)
     paginated: bool
     answers: list[dict[str, Any]] = field(default_factory=list)  # schema of each 2xx answer with a body
+    max_limit: int = 1000  # the largest page a paginated list serves (its paginator's max_limit)
 
     @property
     def query_arguments(self) -> frozenset[str]:
@@ -80,11 +82,18 @@ def bind(tool: Tool) -> Contract:
         query=query,
         paginated=paginated,
         answers=_answers(tool, schema, paginated),
+        max_limit=_max_limit(tool.view),
     )
     clash = contract.query_arguments & (contract.body_arguments | set(contract.path_params))
     if clash:
         raise ContractError(f"{', '.join(sorted(clash))} both in the query and elsewhere.")
     return contract
+
+
+def _max_limit(view: type) -> int:
+    """The paginator's own bound, or a page size nobody needs more than when it sets none."""
+    paginator = getattr(view, "pagination_class", None)
+    return getattr(paginator, "max_limit", None) or DEFAULT_MAX_LIMIT
 
 
 def _schema_view(generator: SchemaGenerator, route):
@@ -195,7 +204,12 @@ def input_schema(contract: Contract, path_description) -> dict[str, Any]:
         properties.update(part["properties"])
         required.extend(part.get("required", []))
     if contract.paginated:
-        properties["limit"] = {"type": "integer", "minimum": 1, "description": "Page size."}
+        properties["limit"] = {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": contract.max_limit,
+            "description": f"Page size (at most {contract.max_limit}).",
+        }
         properties["offset"] = {"type": "integer", "minimum": 0, "description": "Items to skip."}
     schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
     if required:

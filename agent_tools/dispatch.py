@@ -95,8 +95,12 @@ def call(tool: Tool, arguments: dict[str, Any] | None, caller: Caller) -> Answer
     return Answer(status=response.status_code, text=text, data=json.loads(text) if text and is_json else None)
 
 
-def _answer(status: int, body: dict) -> Answer:
-    return Answer(status=status, text=json.dumps(body, separators=(",", ":")), data=body)
+def json_answer(status: int, body: dict) -> Answer:
+    """An answer made here rather than by an endpoint (an argument error, a held approval)."""
+    return Answer(status=status, text=json.dumps(body, separators=(",", ":"), default=str), data=body)
+
+
+_answer = json_answer
 
 
 def _environ(

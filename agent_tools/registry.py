@@ -44,10 +44,18 @@ from typing import Any
 
 from rest_framework.views import APIView
 
+from instantstart.tenancy.roles import Role, role_at_least
+
 from .contract import Contract, ContractError, bind, input_schema
+from .descriptions import describe_arguments
 from .routes import RouteError
+from .schema import answer_schema
 
 IDEMPOTENCY_ARGUMENT = "idempotency_key"
+# Arguments that name priced capacity (instance type × count): a tool taking one may be held by the
+# human gate (agent_tools.approvals). Tools whose cost is read from current state instead:
+COST_ARGUMENTS = frozenset({"instance_groups", "instance_type"})
+ESTIMATED_FROM_STATE = frozenset({"scale_instance_group"})
 _IDEMPOTENCY_SCHEMA = {
     "type": "string",
     "maxLength": 200,
@@ -118,18 +126,59 @@ class Tool:
     def path_params(self) -> dict[str, str]:
         return self.contract.path_params
 
+    @property
+    def unchecked_arguments(self) -> frozenset[str]:
+        """Arguments no serializer of the endpoint validates: path ids, page bounds, the idempotency key."""
+        extra = {"limit", "offset"} if self.contract.paginated else set()
+        return frozenset({*self.contract.path_params, *extra, IDEMPOTENCY_ARGUMENT})
+
+    @cached_property
+    def required_role(self) -> str:
+        """The team role the endpoint demands, read as its permission reads it (``required_role``)."""
+        roles = getattr(self.view, "action_roles", {})
+        if self.action in roles:
+            return roles[self.action]
+        if self.contract.method == "get":
+            return Role.VIEWER
+        return getattr(self.view, "default_write_role", Role.MEMBER)
+
+    def allowed_for(self, role: str | None) -> bool:
+        """Whether a caller with ``role`` may call the tool at all (None: unknown caller, all tools)."""
+        return role is None or role_at_least(role, self.required_role)
+
     @cached_property
     def input_schema(self) -> dict[str, Any]:
         """The JSON Schema of the tool's arguments."""
-        schema = input_schema(self.contract, self._path_description)
+        schema = describe_arguments(input_schema(self.contract, self._path_description))
         if self.mutating:
             schema["properties"][IDEMPOTENCY_ARGUMENT] = dict(_IDEMPOTENCY_SCHEMA)
         return schema
 
     @cached_property
     def output_schema(self) -> dict[str, Any] | None:
-        """The JSON Schema of a successful answer (from the endpoint's response serializers)."""
-        return self.contract.output_schema()
+        """The JSON Schema of a successful answer (from the endpoint's response serializers).
+
+        A tool the human gate may hold (``gateable``) may also answer ``{"approval": …}``.
+        """
+        schema = self.contract.output_schema()
+        if not self.gateable or schema is None:
+            return schema
+        from .serializers import ApprovalSerializer
+
+        held = {
+            "type": "object",
+            "properties": {"approval": answer_schema(ApprovalSerializer())},
+            "required": ["approval"],
+        }
+        answers = schema["anyOf"] if "anyOf" in schema else [schema]
+        return {"type": "object", "anyOf": [*answers, held]}
+
+    @cached_property
+    def gateable(self) -> bool:
+        """Changes state and says in its arguments what capacity it adds: the human gate may hold it."""
+        if not self.mutating:
+            return False
+        return self.name in ESTIMATED_FROM_STATE or bool(COST_ARGUMENTS & self.input_schema["properties"].keys())
 
     def _object_name(self) -> str:
         queryset = getattr(self.view, "queryset", None)
@@ -162,9 +211,9 @@ class Registry:
     def all(self) -> list[Tool]:
         return list(self._tools.values())
 
-    def visible(self, *, read_only: bool) -> list[Tool]:
-        """The tools a server lists: all of them, or only the read-only ones."""
-        return [tool for tool in self._tools.values() if not (read_only and tool.mutating)]
+    def visible(self, *, read_only: bool, role: str | None = None) -> list[Tool]:
+        """The tools a server lists: only read-only ones in read-only mode, only those ``role`` may call."""
+        return [tool for tool in self._tools.values() if not (read_only and tool.mutating) and tool.allowed_for(role)]
 
     def check(self) -> None:
         """Every status tool named by a mutating tool exists and is read-only."""

@@ -6,7 +6,6 @@ header comes with each request; over stdio the server is built with the token of
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
@@ -18,10 +17,14 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from instantstart.api.errors import error_body
+from instantstart.tenancy.access import Via
+from instantstart.tenancy.authentication import resolve_token
 
-from . import dispatch
+from . import approvals, dispatch, waiting
 from .db import release_stale_connections
 from .registry import Registry, Tool, registry
+from .results import error_result, result_of
+from .validation import argument_errors
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +32,9 @@ SERVER_NAME = "instantstart"
 INSTRUCTIONS = (
     "InstantStart runs ML training and inference on Amazon EKS + SageMaker HyperPod for your team. "
     "Every tool acts with the rights of your token and nothing more: call whoami first to see your team "
-    "and role. Changes are long-running operations: a mutating tool returns an operation at once; poll "
-    "get_operation with its id until its status is succeeded, failed or cancelled. Pass an idempotency_key "
+    "and role. Changes are long-running operations: a mutating tool returns an operation at once with "
+    "next: wait_for_operation and its operation_id; call wait_for_operation with that id (it returns when "
+    "the status or phase changes) until the status is succeeded, failed or cancelled. Pass an idempotency_key "
     "to a mutating tool when you may repeat the call (after a timeout): the repeat changes nothing twice. "
     "Errors carry {error: {code, message, fields}}, the same as the REST API's."
 )
@@ -61,24 +65,43 @@ def build_server(
     async def list_tools(
         ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        # The listing depends on the server's mode only, never on the caller.
-        return types.ListToolsResult(tools=[describe(tool) for tool in tools.visible(read_only=read_only)])
+        # The server's mode hides mutating tools; the caller's role hides what it may never call.
+        caller = _caller(ctx, authorization, site)
+        role = await sync_to_async(_role_of, thread_sensitive=True)(caller) if caller else None
+        listed = [describe(tool) for tool in tools.visible(read_only=read_only, role=role)]
+        return types.ListToolsResult(tools=[*listed, *waiting.listing()])
 
     async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name == waiting.TOOL_NAME:
+            caller = _caller(ctx, authorization, site)
+            if caller is None:
+                return error_result(error_body("not_authenticated", "Authentication credentials were not provided."))
+            return await waiting.call(params.arguments, caller)
         tool = tools.get(params.name)
         if tool is None:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
         if read_only and tool.mutating:
-            return _error_result(
+            return error_result(
                 error_body("read_only", f"This MCP server is read-only: {tool.name} changes state and is refused.")
             )
+        invalid = argument_errors(tool.input_schema, params.arguments, strict=tool.unchecked_arguments)
+        if invalid is not None:
+            return error_result(invalid)
         caller = _caller(ctx, authorization, site)
         if caller is None:
-            return _error_result(error_body("not_authenticated", "Authentication credentials were not provided."))
+            return error_result(error_body("not_authenticated", "Authentication credentials were not provided."))
         # The ORM must not run on the event loop; thread_sensitive keeps every Django call on the
         # one thread Django's own async handler uses for sync code.
         answer = await sync_to_async(_call_in_thread, thread_sensitive=True)(tool, params.arguments, caller)
-        return result_of(answer)
+        return result_of(answer, tool)
+
+    def input_schema_of(name: str) -> dict | None:
+        # For the SDK's Mcp-Param header check: without it, every HTTP tools/call would first run
+        # the whole tools/list handler (a token lookup and every tool's description) to find one schema.
+        if name == waiting.TOOL_NAME:
+            return waiting.INPUT_SCHEMA
+        tool = tools.get(name)
+        return tool.input_schema if tool is not None else None
 
     return Server(
         SERVER_NAME,
@@ -87,6 +110,7 @@ def build_server(
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        get_tool_input_schema=input_schema_of,
     )
 
 
@@ -101,30 +125,14 @@ def describe(tool: Tool) -> types.Tool:
         output_schema=tool.output_schema,
         annotations=types.ToolAnnotations(
             title=tool.title,
+            # All four hints on every tool, never left to MCP's defaults (a missing destructiveHint
+            # reads as true, a missing openWorldHint as true): a read repeats harmlessly.
             read_only_hint=tool.read_only,
-            # MCP reads a missing destructiveHint as true: tools that change state always say.
-            destructive_hint=None if tool.read_only else tool.destructive,
-            idempotent_hint=None if tool.read_only else tool.idempotent,
+            destructive_hint=tool.destructive,
+            idempotent_hint=tool.read_only or tool.idempotent,
             open_world_hint=tool.open_world,
         ),
         meta=meta,
-    )
-
-
-def result_of(answer: dispatch.Answer) -> types.CallToolResult:
-    """A 2xx answer as the tool's result; any other as a tool error with the REST error body."""
-    text = answer.text or json.dumps({"status": answer.status})
-    structured = answer.data if isinstance(answer.data, dict) else None
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)], structured_content=structured, is_error=not answer.ok
-    )
-
-
-def _error_result(body: dict) -> types.CallToolResult:
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=json.dumps(body, separators=(",", ":")))],
-        structured_content=body,
-        is_error=True,
     )
 
 
@@ -145,10 +153,25 @@ def _caller(ctx: ServerRequestContext, authorization: str | None, site: tuple[st
     return None
 
 
+def _role_of(caller: dispatch.Caller) -> str | None:
+    """The team role the caller's bearer token grants (None: not a valid token)."""
+    parts = caller.authorization.split()
+    if len(parts) != 2:
+        return None
+    release_stale_connections()
+    try:
+        access = resolve_token(parts[1], Via.MCP)
+    finally:
+        release_stale_connections()
+    return access.role if access is not None else None
+
+
 def _call_in_thread(tool: Tool, arguments: dict[str, Any] | None, caller: dispatch.Caller) -> dispatch.Answer:
     release_stale_connections()
     try:
-        return dispatch.call(tool, arguments, caller)
+        # The human gate first: an agent token's costly change is held, not dispatched.
+        held = approvals.gate(tool, arguments, caller)
+        return held if held is not None else dispatch.call(tool, arguments, caller)
     finally:
         release_stale_connections()
 

@@ -531,3 +531,45 @@ register(
         destructive=True,
     ),
 )
+
+# --- one object by id (issue 12: a tool for every REST capability) --------------------------
+
+register(
+    Tool(
+        name="get_storage",
+        title="Get a storage",
+        description=(
+            "Get one storage attached to a cluster by id. Read-only. Inputs: cluster_id, storage_id (from "
+            "list_storage). " + _STORAGE_SHAPE + " " + _NOT_FOUND
+        ),
+        view=StorageViewSet,
+        action="retrieve",
+        read_only=True,
+    ),
+    Tool(
+        name="get_instance_group",
+        title="Get an instance group",
+        description=(
+            "Get one instance group of a cluster by name, with its type, count, capacity type, zone and status. "
+            "Read-only. Inputs: cluster_id, name (from list_instance_groups). " + _GROUP_SHAPE + " " + _NOT_FOUND
+        ),
+        view=InstanceGroupViewSet,
+        action="retrieve",
+        read_only=True,
+    ),
+    Tool(
+        name="get_node",
+        title="Get a node",
+        description=(
+            "Get one node of a cluster as HyperPod and Kubernetes see it: group, instance id, status, health label, "
+            "deep health check, faults and pods. Read-only. Inputs: cluster_id, node (from list_nodes). "
+            + _NODE_SHAPE
+            + " "
+            + _NODE_NOT_FOUND
+            + " Next: diagnose_node when it is not Schedulable."
+        ),
+        view=NodeViewSet,
+        action="retrieve",
+        read_only=True,
+    ),
+)

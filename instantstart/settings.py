@@ -351,6 +351,8 @@ SPECTACULAR_SETTINGS = {
 
 # --- MCP ------------------------------------------------------------------------------------
 MCP_READ_ONLY = env_bool("MCP_READ_ONLY", False)
+# How often wait_for_operation checks its operation's row while it waits (seconds).
+MCP_WAIT_POLL_SECONDS = env_float("MCP_WAIT_POLL_SECONDS", 0.5, minimum=0.01)
 
 # --- i18n, static ---------------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"

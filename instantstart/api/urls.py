@@ -6,6 +6,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
+from agent_tools.api import ApprovalViewSet
 from instantstart.operations.api import AuditEventViewSet, OperationViewSet
 from instantstart.tenancy.api import ApiTokenViewSet, MembershipViewSet, TeamSettingsViewSet, WhoAmIView
 
@@ -17,6 +18,7 @@ router.register("operations", OperationViewSet, basename="operation")
 router.register("audit-events", AuditEventViewSet, basename="auditevent")
 router.register("tokens", ApiTokenViewSet, basename="token")
 router.register("team/members", MembershipViewSet, basename="member")
+router.register("approvals", ApprovalViewSet, basename="approval")
 
 team_settings = TeamSettingsViewSet.as_view({"get": "retrieve", "patch": "partial_update"})
 

@@ -23,6 +23,7 @@ urlpatterns = [
     path("operations/<uuid:op_id>/retry/", views.operation_retry, name="operation_retry"),
     path("operations/<uuid:op_id>/cancel/", views.operation_cancel, name="operation_cancel"),
     path("audit/", views.audit_list, name="audit"),
+    path("approvals/", include("agent_tools.portal_urls")),
     path("team/", views.team_page, name="team"),
     path("team/settings/", views.team_settings, name="team_settings"),
     path("team/members/", views.member_add, name="member_add"),

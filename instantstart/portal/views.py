@@ -200,7 +200,7 @@ def audit_list(request):
 
 # --- team, members and tokens -------------------------------------------------------------------
 
-SETTINGS_FIELDS = ("name", "cloud", "aws_role_arn", "aws_external_id", "default_region")
+SETTINGS_FIELDS = ("name", "cloud", "aws_role_arn", "aws_external_id", "default_region", "agent_approval_above")
 
 
 def _settings_values(team) -> dict:
@@ -240,6 +240,8 @@ def team_settings(request):
     """Save the team's settings; only the fields whose value changed reach the service."""
     team = request.access.team
     data = {field: request.POST[field].strip() for field in SETTINGS_FIELDS if field in request.POST}
+    if data.get("agent_approval_above") == "":
+        data["agent_approval_above"] = None  # an empty box turns the approval gate off
     if not data.get("aws_external_id"):
         # Write-only: an empty box keeps the stored value unless the user asks to clear it.
         data.pop("aws_external_id", None)
@@ -314,6 +316,7 @@ def member_remove(request, membership_id: int):
 def token_create(request):
     data = {key: request.POST.get(key, "").strip() for key in ("name", "role", "expires_in_days")}
     payload = {key: value for key, value in data.items() if value}
+    data["agent"] = payload["agent"] = request.POST.get("agent") == "on"
     serializer = ApiTokenCreateSerializer(data=payload, context={"membership_role": request.access.role})
     if not serializer.is_valid():
         messages.error(request, "Token not created: correct the fields marked below.")

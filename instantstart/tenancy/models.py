@@ -38,6 +38,11 @@ class Team(models.Model):
     # write-only on every face.
     aws_external_id = models.CharField("AWS external ID", max_length=1224, blank=True)
     default_region = models.CharField(max_length=32, default="us-west-2")
+    # The human gate (agent_tools.approvals): a change an agent token asks for through MCP whose
+    # estimated cost is above this (USD per hour) waits for a team admin. Null: off.
+    agent_approval_above = models.DecimalField(max_digits=10, decimal_places=2, null=True, blank=True)
+    # The team's own prices (instance type -> USD per instance-hour), over instantstart.pricing's table.
+    price_overrides = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -107,6 +112,8 @@ class ApiToken(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    # Held by an AI agent: its costly changes through MCP wait for a team admin (agent_approval_above).
+    agent = models.BooleanField(default=False)
 
     objects = ApiTokenQuerySet.as_manager()
 

@@ -16,6 +16,7 @@ from .roles import Role, role_at_least
 
 ROLE_ARN = re.compile(r"^arn:aws(-[a-z]+)*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
 EXTERNAL_ID = re.compile(r"^[\w+=,.@:/-]{2,1224}$")
+INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9-]+\.[a-z0-9]+$")
 
 
 @functools.cache
@@ -54,6 +55,20 @@ class TeamSerializer(serializers.ModelSerializer):
     aws_external_id_set = serializers.SerializerMethodField()
     sandbox_account_id = serializers.CharField(read_only=True)
     default_region = RegionField(required=False)
+    agent_approval_above = serializers.FloatField(
+        min_value=0,
+        max_value=10_000_000,
+        required=False,
+        allow_null=True,
+        help_text="USD per hour: a change an agent token asks for through MCP whose estimated cost is above "
+        "this waits for a team admin's approval. Null: no approval needed.",
+    )
+    price_overrides = serializers.DictField(
+        child=serializers.FloatField(min_value=0, max_value=100_000),
+        required=False,
+        help_text="The team's prices, USD per instance-hour by instance type (ml.p5.48xlarge: 55.0), used for "
+        "estimates instead of the shipped table.",
+    )
 
     class Meta:
         model = Team
@@ -67,9 +82,17 @@ class TeamSerializer(serializers.ModelSerializer):
             "aws_external_id_set",
             "default_region",
             "sandbox_account_id",
+            "agent_approval_above",
+            "price_overrides",
             "created_at",
         ]
         read_only_fields = ["id", "slug", "created_at"]
+
+    def validate_price_overrides(self, value: dict) -> dict:
+        bad = [name for name in value if not INSTANCE_TYPE.match(name)]
+        if bad:
+            raise serializers.ValidationError(f"Not a SageMaker instance type: {', '.join(sorted(bad))}.")
+        return value
 
     def get_aws_external_id_set(self, team: Team) -> bool:
         return bool(team.aws_external_id)
@@ -148,6 +171,7 @@ class ApiTokenSerializer(serializers.ModelSerializer):
             "revoked_at",
             "last_used_at",
             "is_active",
+            "agent",
         ]
         read_only_fields = fields
 
@@ -161,6 +185,10 @@ class ApiTokenCreateSerializer(serializers.Serializer):
         required=False,
         allow_null=True,
         help_text="Days until the token expires; omit for a token that does not expire.",
+    )
+    agent = serializers.BooleanField(
+        default=False,
+        help_text="A token for an AI agent: its costly changes through MCP wait for a team admin's approval.",
     )
 
     def validate_role(self, value: str) -> str:

@@ -35,7 +35,7 @@ def update_team(*, access: Access, team: Team, changes: dict) -> Team:
 
 
 def create_token(
-    *, access: Access, user, name: str, role: str, expires_at: datetime | None = None
+    *, access: Access, user, name: str, role: str, expires_at: datetime | None = None, agent: bool = False
 ) -> tuple[ApiToken, str]:
     """Create a token for ``user`` in the caller's team; returns it with the raw secret (shown once)."""
     raw, prefix, digest = ApiToken.generate()
@@ -48,8 +48,11 @@ def create_token(
             prefix=prefix,
             token_hash=digest,
             expires_at=expires_at,
+            agent=agent,
         )
-        record_audit(access=access, action="token.create", target=token, summary={"name": name, "role": role})
+        record_audit(
+            access=access, action="token.create", target=token, summary={"name": name, "role": role, "agent": agent}
+        )
     return token, raw
 
 

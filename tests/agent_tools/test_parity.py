@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from instantstart.operations.models import OperationStatus
@@ -61,7 +63,9 @@ def test_retry_operation_answers_like_rest(member_mcp, member_token, team, membe
     twin = operation_of(OperationStatus.FAILED)
     response = client_with(member_token).post(f"/api/v1/operations/{twin.pk}/retry/")
     assert response.status_code == 202
-    assert result.structured_content.keys() == response.json().keys()
+    assert body(result).keys() == response.json().keys()
+    # A second block says what to call next.
+    assert json.loads(result.content[1].text) == {"next": "wait_for_operation", "operation_id": str(operation.pk)}
 
 
 def test_cancel_operation_answers_like_rest(member_mcp, member_token, team, member_user, operation_of):

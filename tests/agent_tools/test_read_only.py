@@ -19,10 +19,10 @@ def mutating_tools() -> set[str]:
     return {tool.name for tool in registry.all() if tool.mutating}
 
 
-def test_full_mode_lists_every_tool(member_token):
-    names = set(MCP(member_token, read_only=False).tool_names())
+def test_full_mode_lists_every_tool(admin_token):
+    names = set(MCP(admin_token, read_only=False).tool_names())
     assert READS | MUTATING <= names
-    assert names == {tool.name for tool in registry.all()}
+    assert names == {tool.name for tool in registry.all()} | {"wait_for_operation"}
 
 
 def test_read_only_mode_hides_and_refuses_mutating_tools(member_token, team, member_user, operation_of):

@@ -114,12 +114,14 @@ def test_listing_schemas_and_status_tools(admin_token):
     assert {name for name in MUTATING if tools[name].annotations.idempotent_hint} == {"scale_instance_group"}
     for name in READS:
         assert tools[name].annotations.read_only_hint is True, name
-        assert tools[name].annotations.destructive_hint is None, name
+        assert tools[name].annotations.destructive_hint is False, name  # all four hints, always said
         assert "idempotency_key" not in schema[name]["properties"], name
-    # Scaling answers {changed, instance_group} or {changed, operation}: both shapes are in its schema.
+    # Scaling answers {changed, instance_group} or {changed, operation}: both shapes are in its schema
+    # (and {approval} when the human gate holds an agent's costly scale-up).
     assert [answer["required"] for answer in tools["scale_instance_group"].output_schema["anyOf"]] == [
         ["changed", "instance_group"],
         ["changed", "operation"],
+        ["approval"],
     ]
     assert "notes" in tools["add_instance_group"].description
     assert "changed: false" in tools["scale_instance_group"].description
@@ -237,13 +239,13 @@ def test_scale_takes_only_the_count(admin_mcp, rest, team, admin_user):
         result = admin_mcp.call("scale_instance_group", {**target, **data})
         response = rest.patch(url, data, format="json")
         assert response.status_code == 400, (data, response.json())
-        assert_same(result, response)
+        assert field in response.json()["error"]["fields"], data
+        # The tool checks its declared schema first (issue 15 item 8): the same field, refused before dispatch.
+        assert result.is_error and body(result)["error"]["code"] == "invalid", data
         assert field in body(result)["error"]["fields"], data
     assert (
         "capacity"
-        in body(admin_mcp.call("scale_instance_group", {**target, "capacity_type": "spot"}))["error"]["fields"][
-            "capacity_type"
-        ][0]
+        in rest.patch(url, {"capacity_type": "spot"}, format="json").json()["error"]["fields"]["capacity_type"][0]
     )
     nothing = admin_mcp.call("scale_instance_group", target)
     assert_same(nothing, rest.patch(url, {}, format="json"))

@@ -87,7 +87,8 @@ def test_listing_schemas_and_status_tools(admin_token):
     # The answer's schema is the response serializer's: a cluster, and create's {cluster, operation}.
     cluster_fields = tools["get_cluster"].output_schema["required"]
     assert {"id", "status", "instance_groups", "storages", "last_operation"} <= set(cluster_fields)
-    assert create.output_schema["required"] == ["cluster", "operation"]
+    # ...or, held by the human gate for an agent token, {approval} (agent_tools.approvals).
+    assert [answer["required"] for answer in create.output_schema["anyOf"]] == [["cluster", "operation"], ["approval"]]
     assert tools["delete_cluster"].output_schema["anyOf"][0]["required"] == ["forgotten", "cluster"]
     assert {name for name in MUTATING if tools[name].annotations.destructive_hint} == {
         "delete_cluster",
