@@ -17,7 +17,7 @@ from .routes import _routes
 NOT_FOR_AGENTS: dict[str, str] = {
     "drf_spectacular.views.SpectacularAPIView.get": "The OpenAPI document describes the REST API for people "
     "and code generators; tools/list already gives an agent every tool's schema.",
-    "drf_spectacular.views.SpectacularSwaggerView.get": "An HTML page for people (Swagger UI), not data.",
+    "drf_spectacular.views.SpectacularSwaggerSplitView.get": "An HTML page for people (Swagger UI), not data.",
     "instantstart.tenancy.api.ApiTokenViewSet.create": "It answers a new credential's secret, which would land in "
     "the agent's transcript; a person creates tokens (portal, REST or manage.py create_token). An agent can "
     "list and revoke them.",
