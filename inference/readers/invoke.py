@@ -89,13 +89,13 @@ def invoke(endpoint: Endpoint, body: dict, *, stream: bool) -> Upstream:
     if endpoint.service != ServiceShape.POOL and requested and requested != served_name(endpoint):
         payload["model"] = requested  # the engine answers 404 for a model it does not serve, as vLLM does
     path = _path(endpoint, api, requested if endpoint.service == ServiceShape.POOL else None)
-    method, url, headers, data, _ = api.param_serialize(
+    method, url, headers, _, _ = api.param_serialize(
         "POST",
         path,
         header_params={"Content-Type": "application/json", "Accept": "application/json, text/event-stream"},
-        body=payload,
         auth_settings=["BearerToken"],
     )
+    data = json.dumps(payload)
     response = api.rest_client.pool_manager.request(
         method, url, body=data, headers=headers, preload_content=False, timeout=TIMEOUT_SECONDS
     )
