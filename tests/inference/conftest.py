@@ -62,10 +62,16 @@ def enable_inference_operator(cluster: Cluster) -> None:
 
 def enable_keda(cluster: Cluster) -> None:
     """KEDA alone, as its Helm chart installs it (the objects are spelled out by the sandbox's helm module)."""
+    from sandbox.kube.operators.crds import load_crd
     from sandbox.kube.operators.helm import release_objects
 
     api = kube(cluster)
     for manifest in release_objects("keda"):
+        if isinstance(manifest, str):  # a CRD by its upstream file name, applied without its status
+            crd = load_crd(manifest)
+            manifest = {k: crd[k] for k in ("apiVersion", "kind", "spec")} | {
+                "metadata": {"name": crd["metadata"]["name"]}
+            }
         apply(api, manifest)
 
 
