@@ -59,7 +59,13 @@ class EndpointViewSet(TeamViewSet):
     def get_object(self) -> Endpoint:
         return get_endpoint(self.access, self.kwargs["cluster_pk"], self.kwargs["name"])
 
-    @extend_schema(responses={200: EndpointSerializer(many=True)})
+    @extend_schema(
+        responses={
+            200: inline_serializer(
+                "EndpointList", {"count": serializers.IntegerField(), "results": EndpointSerializer(many=True)}
+            )
+        }
+    )
     def list(self, request, cluster_pk=None):
         """Every endpoint of the cluster with its status and replicas read live."""
         views = [endpoint_view(e, detail=False) for e in endpoints_of(self.access, self.cluster)]

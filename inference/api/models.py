@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cached_property
 
 from drf_spectacular.utils import extend_schema, inline_serializer
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from clusters.models import Cluster
@@ -31,7 +31,13 @@ class ModelViewSet(TeamViewSet):
     def cluster(self) -> Cluster:
         return get_cluster(self.access, self.kwargs["cluster_pk"])
 
-    @extend_schema(responses={200: ModelSerializer(many=True)})
+    @extend_schema(
+        responses={
+            200: inline_serializer(
+                "ModelList", {"count": serializers.IntegerField(), "results": ModelSerializer(many=True)}
+            )
+        }
+    )
     def list(self, request, cluster_pk=None):
         """Every download of the cluster (newest first) with status, progress, uri and mount_path."""
         found = downloads_of(self.access, self.cluster)
