@@ -10,8 +10,12 @@ import pytest
 from kubernetes import client as k8s
 
 from inference.models import Endpoint
+from instantstart.tenancy.roles import Role
 from tests.clusters.helpers import wait_for_operation
 from tests.inference.conftest import kube
+from tests.mcp_client import MCP
+from tests.mcp_client import body as tool_body
+from tests.support import token_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.usefixtures("sandbox")]
 
@@ -43,7 +47,9 @@ def owned_objects(cluster, name: str) -> list[str]:
     return found
 
 
-def test_vllm_external_answers_through_invoke_scales_and_deletes(admin_api, outsider_api, cluster, admin_mcp):
+def test_vllm_external_answers_through_invoke_scales_and_deletes(
+    admin_api, outsider_api, cluster, admin_mcp, other_team, outsider_user, outsider_client
+):
     accepted = deploy(admin_api, cluster, service="external", replicas=1, gpus=2)
     assert accepted["endpoint"]["status"] == "deploying"
     assert accepted["operation"]["status_tool"] == "get_operation"
@@ -116,6 +122,28 @@ def test_vllm_external_answers_through_invoke_scales_and_deletes(admin_api, outs
     ):
         response = getattr(outsider_api, method)(path, data, format="json")
         assert response.status_code == 404, (method, path, response.status_code)
+
+    # ... on every tool (each dispatches into the same REST view) and every portal page
+    outsider_mcp = MCP(token_for(other_team, outsider_user, Role.ADMIN))
+    ids = {"cluster_id": str(cluster.pk)}
+    for tool, arguments in (
+        ("list_endpoints", ids),
+        ("get_endpoint", {**ids, "name": "qwen"}),
+        ("scale_endpoint", {**ids, "name": "qwen", "replicas": 1}),
+        ("delete_endpoint", {**ids, "name": "qwen"}),
+        ("invoke_endpoint", {**ids, "name": "qwen", **CHAT}),
+        ("assign_worker", {**ids, "name": "qwen", "pod": detail["pods"][0]["name"], "model": "x"}),
+        ("deploy_endpoint", {**ids, "name": "x", "model": QWEN, "instance_group": "gpu"}),
+        ("list_models", ids),
+        ("download_model", {**ids, "id": "Qwen/Qwen3-0.6B"}),
+    ):
+        result = outsider_mcp.call(tool, arguments)
+        assert result.is_error and tool_body(result)["error"]["code"] == "not_found", (tool, tool_body(result))
+    for path in (f"/endpoints/{cluster.pk}/", f"/endpoints/{cluster.pk}/qwen/", f"/endpoints/{cluster.pk}/models/"):
+        assert outsider_client.get(path).status_code == 404, path
+    for path in (f"/endpoints/{cluster.pk}/qwen/scale/", f"/endpoints/{cluster.pk}/qwen/delete/"):
+        assert outsider_client.post(path, {"replicas": 1, "confirm": "qwen"}).status_code == 404, path
+    assert Endpoint.objects.get(name="qwen").replicas == 2  # nothing they sent changed anything
 
     gone = admin_api.delete(base)
     assert gone.status_code == 202
