@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 from kubernetes import client as k8s
 
 from instantstart.cloud.kube import get
 from instantstart.errors import cloud_read
 
-from ..manifests import IEC_API, POOL_MODEL_LABEL, served_name
+from ..manifests import IEC_API, POOL_MODEL_LABEL, ROUTER_METRICS_PORT, router_name, served_name
 from ..models import Endpoint, EndpointStatus, Mode, ServiceShape
 from .cluster_api import kube_of
 
@@ -105,12 +107,15 @@ def endpoint_view(endpoint: Endpoint, *, detail: bool = True) -> dict:
     replicas = {"desired": endpoint.replicas, "ready": 0}
     pods: list[dict] = []
     events: list[dict] = []
+    router = None
     url = endpoint.url
     if endpoint.status != EndpointStatus.DELETED and endpoint.cluster.eks_cluster_name:
         api = kube_of(endpoint.cluster)
         core = k8s.CoreV1Api(api)
         replicas = actual_replicas(endpoint) or {"desired": endpoint.replicas, "ready": 0}
         url = external_address(core, endpoint) or url
+        if detail and endpoint.router:
+            router = router_metrics(endpoint, api)
         if detail:
             selected = core.list_namespaced_pod(endpoint.namespace, label_selector=f"app={endpoint.name}").items
             pods = [_pod(p) for p in sorted(selected, key=lambda p: p.metadata.name)]
@@ -137,6 +142,7 @@ def endpoint_view(endpoint: Endpoint, *, detail: bool = True) -> dict:
         "namespace": endpoint.namespace,
         "pods": pods,
         "events": events,
+        "router_metrics": router,
         "manifest": endpoint.manifest,
         "created_at": endpoint.created_at,
     }
@@ -158,3 +164,31 @@ def desired_replicas(endpoint: Endpoint) -> int | None:
         return ((found or {}).get("spec") or {}).get("replicas")
     actual = actual_replicas(endpoint)
     return actual["desired"] if actual else None
+
+
+ROUTER_SERIES = {
+    "sgl_router_requests_total": "requests_total",
+    "sgl_router_running_requests": "requests_in_flight",
+    "sgl_router_active_workers": "active_workers",
+    "sgl_router_request_errors_total": "errors_total",
+    "sgl_router_cache_hits_total": "cache_hits_total",
+    "sgl_router_cache_misses_total": "cache_misses_total",
+}
+_SAMPLE = re.compile(r"^([a-z_:]+)(?:\{[^}]*\})? ([0-9.eE+-]+)$", re.M)
+
+
+def router_metrics(endpoint: Endpoint, api) -> dict[str, float] | None:
+    """The router's own counters (its Prometheus endpoint through the service proxy), summed per series."""
+    path = (
+        f"/api/v1/namespaces/{endpoint.namespace}/services/{router_name(endpoint)}:{ROUTER_METRICS_PORT}/proxy/metrics"
+    )
+    method, url, headers, _, _ = api.param_serialize("GET", path, auth_settings=["BearerToken"])
+    try:
+        text = api.call_api(method, url, header_params=headers).read().decode()
+    except k8s.ApiException:
+        return None
+    found = dict.fromkeys(ROUTER_SERIES.values(), 0.0)
+    for name, value in _SAMPLE.findall(text):
+        if name in ROUTER_SERIES:
+            found[ROUTER_SERIES[name]] += float(value)
+    return found

@@ -195,5 +195,11 @@ class EndpointSerializer(serializers.Serializer):
     namespace = serializers.CharField()
     pods = serializers.ListField(child=serializers.DictField())
     events = serializers.ListField(child=serializers.DictField())
+    router_metrics = serializers.DictField(
+        child=serializers.FloatField(),
+        allow_null=True,
+        help_text="With a router (detail only): requests_total, requests_in_flight, active_workers, errors_total, "
+        "cache_hits_total, cache_misses_total.",
+    )
     manifest = serializers.ListField(child=serializers.DictField())
     created_at = serializers.DateTimeField()

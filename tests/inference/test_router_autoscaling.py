@@ -81,8 +81,10 @@ def test_keda_raises_replicas_under_load_and_lowers_them_after(admin_api, cluste
             thread.join(30)
     wait_until(lambda: admin_api.get(base).json()["replicas"]["ready"] >= 1, timeout=30)
     wait_until(lambda: admin_api.get(base).json()["replicas"]["desired"] == 1, timeout=60, message="scaled back to 1")
-    events = admin_api.get(base).json()["events"]
-    assert any(e["reason"] == "SuccessfulRescale" for e in events)
+    after = admin_api.get(base).json()
+    assert any(e["reason"] == "SuccessfulRescale" for e in after["events"])
+    metrics = after["router_metrics"]  # the router's own counters, shown on the endpoint
+    assert metrics["requests_total"] >= 2 and metrics["active_workers"] >= 1 and metrics["requests_in_flight"] == 0
 
     gone = admin_api.delete(base)
     wait_for_operation(gone.json()["id"], timeout=120)
@@ -94,5 +96,7 @@ def test_keda_raises_replicas_under_load_and_lowers_them_after(admin_api, cluste
     assert not k8s.CustomObjectsApi(api).list_namespaced_custom_object("keda.sh", "v1alpha1", ns, "scaledobjects")[
         "items"
     ]
+    hpas = k8s.AutoscalingV2Api(api).list_namespaced_horizontal_pod_autoscaler(ns).items
+    assert not [h for h in hpas if "chat" in h.metadata.name]  # KEDA's HPA went with its ScaledObject
     assert not k8s.RbacAuthorizationV1Api(api).list_namespaced_role(ns, label_selector=selector).items
     assert not k8s.CoreV1Api(api).list_namespaced_pod(ns, label_selector="app=chat").items
