@@ -8,6 +8,8 @@ is recorded on the endpoint before any wait, so delete removes exactly that, and
 
 from __future__ import annotations
 
+import re
+
 from kubernetes import client as k8s
 
 from clusters.models import StorageKind
@@ -46,15 +48,22 @@ def apply_objects(ctx: StepContext):
     return Done(f"applied {len(objects)} objects in {endpoint.namespace}")
 
 
+def crash_reason(log: str) -> str:
+    """The engine's own error line (the exception of its traceback), else its last line."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    errors = [line for line in lines if re.match(r"^[A-Za-z_.]*(Error|Exception)\b", line)]
+    return (errors or lines or ["(no log)"])[-1][:500]
+
+
 def _crash(core: k8s.CoreV1Api, endpoint: Endpoint) -> str | None:
     for pod in core.list_namespaced_pod(endpoint.namespace, label_selector=f"app={endpoint.name}").items:
         for status in pod.status.container_statuses or []:
             waiting = status.state.waiting if status.state else None
             if waiting and waiting.reason == "CrashLoopBackOff" and (status.restart_count or 0) >= CRASH_RESTARTS:
                 log = core.read_namespaced_pod_log(
-                    pod.metadata.name, endpoint.namespace, container=status.name, tail_lines=5
+                    pod.metadata.name, endpoint.namespace, container=status.name, tail_lines=40
                 )
-                return f"pod {pod.metadata.name} keeps crashing: {log.strip().splitlines()[-1] if log.strip() else ''}"
+                return f"pod {pod.metadata.name} keeps crashing: {crash_reason(log)}"
     return None
 
 

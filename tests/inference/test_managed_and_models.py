@@ -44,6 +44,24 @@ def test_download_then_serve_it_self_managed_and_managed(admin_api, cluster, adm
     secrets = core.list_namespaced_secret(cluster.team.slug, label_selector="app.kubernetes.io/managed-by=instantstart")
     assert [s.metadata.name for s in secrets.items if s.metadata.name.startswith("hf-token-")]
 
+    # a gated repository without a token fails as Hugging Face does, and says so
+    gated = admin_api.post(models, {"id": "meta-llama/Llama-3.1-8B-Instruct"}, format="json").json()
+    failed = wait_for_operation(gated["operation"]["id"], statuses=("failed",), timeout=60)
+    assert "GatedRepoError" in failed.error_message
+    statuses = {m["id"]: m["status"] for m in admin_api.get(models).json()["results"]}
+    assert statuses == {"Qwen/Qwen3-0.6B": "ready", "meta-llama/Llama-3.1-8B-Instruct": "failed"}
+
+    # a model that is not where the endpoint looks: the deploy fails with the engine's own error
+    absent = {
+        "name": "absent",
+        "model": {"source": "s3", "uri": f"s3://{bucket}/models/absent"},
+        "instance_group": "gpu",
+    }
+    deployed = admin_api.post(f"/api/v1/clusters/{cluster.pk}/endpoints/", absent, format="json").json()
+    failed = wait_for_operation(deployed["operation"]["id"], statuses=("failed",), timeout=120)
+    assert "Invalid repository ID or local directory specified: '/s3/models/absent'" in failed.error_message
+    assert admin_api.get(f"/api/v1/clusters/{cluster.pk}/endpoints/absent/").json()["status"] == "failed"
+
     # a self-managed endpoint serves from the downloaded uri
     body = {"name": "fromdl", "model": {"source": "s3", "uri": model["uri"]}, "instance_group": "gpu"}
     deployed = admin_api.post(f"/api/v1/clusters/{cluster.pk}/endpoints/", body, format="json")

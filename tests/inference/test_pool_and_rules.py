@@ -63,8 +63,12 @@ def test_bad_input_is_refused_and_nothing_is_applied(admin_api, cluster):
 
 def test_pool_worker_is_reassigned_by_a_label_and_answers_for_its_model(admin_api, admin_mcp, cluster):
     body = {"name": "pool", "model": QWEN, "instance_group": "gpu", "replicas": 2, "service": "pool"}
-    accepted = admin_api.post(f"/api/v1/clusters/{cluster.pk}/endpoints/", body, format="json")
+    url = f"/api/v1/clusters/{cluster.pk}/endpoints/"
+    accepted = admin_api.post(url, body, format="json", HTTP_IDEMPOTENCY_KEY="pool-1")
     assert accepted.status_code == 202, accepted.content
+    repeat = admin_api.post(url, body, format="json", HTTP_IDEMPOTENCY_KEY="pool-1")
+    assert repeat.json()["operation"]["id"] == accepted.json()["operation"]["id"]
+    assert Endpoint.objects.filter(name="pool").count() == 1
     wait_for_operation(accepted.json()["operation"]["id"], timeout=120)
     base = f"/api/v1/clusters/{cluster.pk}/endpoints/pool/"
     detail = admin_api.get(base).json()
