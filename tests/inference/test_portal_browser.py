@@ -42,6 +42,8 @@ def test_deploy_from_the_form_and_chat(live_server, sandbox, cluster, page, tmp_
     expect(page.locator("#endpoint-url")).to_contain_text(".elb.us-west-2.amazonaws.com")
     expect(page.locator("table.events")).to_contain_text("Scheduled")
 
+    # the chat's script is a file of the app (the portal's CSP allows no inline script)
+    assert page.evaluate("[...document.scripts].every(s => s.src)")
     page.fill("#chat-input", "What is a GPU?")
     page.click("#chat-send")
     answer = page.locator(".chat-answer").first
