@@ -150,4 +150,17 @@ register(
         action="list",
         read_only=True,
     ),
+    Tool(
+        name="get_model",
+        title="Get a model download",
+        description=(
+            "Get one download: modeldownload_id is the download_id of download_model's answer or list_models): status "
+            "(downloading|ready|failed), progress {percent, files_done, files_total, last_line}, size_bytes, uri and "
+            "mount_path. Use it to follow a download; once ready, give its uri to deploy_endpoint as model.uri. "
+            + _NOT_FOUND
+        ),
+        view=ModelViewSet,
+        action="retrieve",
+        read_only=True,
+    ),
 )
