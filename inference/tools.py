@@ -154,7 +154,8 @@ register(
         name="get_model",
         title="Get a model download",
         description=(
-            "Get one download: modeldownload_id is the download_id of download_model's answer or list_models. Answers status "
+            "Get one download: modeldownload_id is the download_id of download_model's answer or list_models. "
+            "Answers status "
             "(downloading|ready|failed), progress {percent, files_done, files_total, last_line}, size_bytes, uri and "
             "mount_path. Use it to follow a download; once ready, give its uri to deploy_endpoint as model.uri. "
             + _NOT_FOUND
