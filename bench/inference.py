@@ -5,7 +5,14 @@ Kubernetes API server proxy (what the product's `invoke` will use). Measures, ne
 
 Starts an in-process KubeWorld with one vLLM Deployment and Service, then sends the same chat
 completion both ways and prints p50/p99 and requests/s for each, and the proxy's overhead as a
-ratio of p50s. (The product half — through REST `invoke` — is added with the inference app.)
+ratio of p50s.
+
+With `--product` (needs PostgreSQL and Redis, the test mode; uses its own database
+`instantstart_bench_inference`) it also sends it through the product: REST `POST
+/api/v1/clusters/{id}/endpoints/bench/invoke/` with a team token, in-process (Django's test client),
+so authentication, team scoping, the serializer, the endpoint lookup and `inference.readers.invoke`
+all run. Only the cluster's Kubernetes client is handed in (the bench world has no EKS to describe),
+and the ratio printed is the product's p50 over the direct p50.
 """
 
 from __future__ import annotations
@@ -146,11 +153,93 @@ def _report(name: str, lat: list[float], wall: float, n: int) -> float:
     return p50
 
 
+_PRODUCT: dict = {}
+
+
+def _product(base: str) -> str:
+    """Rows for a team, a token, a cluster and a ready endpoint named bench (the world's Service)."""
+    from bench.common import ensure_database, setup_django
+
+    ensure_database("instantstart_bench_inference")
+    setup_django("instantstart_bench_inference", "bench/inference.py")
+    from django.contrib.auth import get_user_model
+    from kubernetes import client as k8s
+
+    import inference.readers.invoke as invoke_reader
+    from clusters.models import Cluster, ClusterStatus
+    from inference.models import Endpoint, EndpointStatus
+    from instantstart.tenancy.models import Membership, Team
+    from instantstart.tenancy.roles import Role
+    from instantstart.tenancy.services import create_token, system_access
+
+    Team.objects.filter(slug="bench-inference").delete()
+    team = Team.objects.create(slug="bench-inference", name="Bench inference")
+    user, _ = get_user_model().objects.get_or_create(username="bench-inference")
+    Membership.objects.create(team=team, user=user, role=Role.MEMBER)
+    _, raw = create_token(access=system_access(team, user), user=user, name="bench", role=Role.MEMBER)
+    cluster = Cluster.objects.create(
+        team=team,
+        name="bench",
+        region="us-west-2",
+        availability_zone="us-west-2a",
+        status=ClusterStatus.ACTIVE,
+        eks_cluster_name="bench",
+    )
+    Endpoint.objects.create(
+        cluster=cluster,
+        name="bench",
+        mode="self_managed",
+        engine="vllm",
+        model={"source": "huggingface", "id": "Qwen/Qwen3-0.6B"},
+        instance_group="gpu",
+        namespace="default",
+        service="internal",
+        status=EndpointStatus.READY,
+    )
+    configuration = k8s.Configuration(host=base)
+    configuration.api_key = {"authorization": f"Bearer {TOKEN}"}
+    api = k8s.ApiClient(configuration)
+    invoke_reader.kube_of = lambda cluster: api  # the one piece handed in: no EKS to describe here
+    _PRODUCT["token"] = raw
+    return f"/api/v1/clusters/{cluster.pk}/endpoints/bench/invoke/"
+
+
+def _run_product(path: str, n: int, concurrency: int, body: dict) -> tuple[list[float], float]:
+    from django.db import connection
+    from django.test import Client
+
+    lat: list[float] = []
+    lock = threading.Lock()
+    local = threading.local()
+    payload = {k: v for k, v in body.items() if k != "model"}
+
+    def one(_: int) -> None:
+        if not hasattr(local, "client"):
+            local.client = Client(HTTP_AUTHORIZATION=f"Bearer {_PRODUCT['token']}")
+        t = time.perf_counter()
+        response = local.client.post(path, json.dumps(payload), content_type="application/json")
+        dt = time.perf_counter() - t
+        if response.status_code == 200:
+            with lock:
+                lat.append(dt)
+
+    def run_all() -> None:
+        with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
+            list(pool.map(one, range(n)))
+
+    start = time.perf_counter()
+    run_all()
+    wall = time.perf_counter() - start
+    connection.close()
+    return lat, wall
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, default=200)
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--max-tokens", type=int, default=16)
+    ap.add_argument("--product", action="store_true", help="also through the product's REST invoke")
     args = ap.parse_args()
     world, base, stop, srv = _world()
     try:
@@ -180,6 +269,14 @@ def main() -> int:
             args.requests,
         )
         print(f"proxy overhead: {proxied / direct:.2f}x the direct p50")
+        if args.product:
+            invoke_url = _product(base)
+            product = _report(
+                "product REST invoke",
+                *_run_product(invoke_url, args.requests, args.concurrency, body),
+                args.requests,
+            )
+            print(f"product overhead: {product / direct:.2f}x the direct p50 ({product / proxied:.2f}x the proxy's)")
     finally:
         stop.set()
         world.close()

@@ -98,6 +98,7 @@ INSTALLED_APPS = [
     "instantstart.portal",
     "clusters",
     "features",
+    "inference",
     "agent_tools",
 ]
 

@@ -31,4 +31,5 @@ urlpatterns = [
     path("", include(router.urls)),
     path("", include("clusters.urls")),
     path("", include("features.urls")),
+    path("", include("inference.urls")),
 ]

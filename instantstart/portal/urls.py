@@ -17,7 +17,7 @@ urlpatterns = [
     path("clusters/", include("clusters.portal_urls")),
     path("clusters/", include("features.portal_urls")),
     path("jobs/", views.coming_soon, {"area": "jobs"}, name="jobs"),
-    path("endpoints/", views.coming_soon, {"area": "endpoints"}, name="endpoints"),
+    path("endpoints/", include("inference.portal_urls")),
     path("operations/", views.operation_list, name="operations"),
     path("operations/<uuid:op_id>/", views.operation_detail, name="operation"),
     path("operations/<uuid:op_id>/retry/", views.operation_retry, name="operation_retry"),

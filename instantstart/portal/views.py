@@ -16,6 +16,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from clusters.models import Cluster
+from inference.models import Endpoint
 from instantstart.operations.models import ACTIVE, AuditEvent, Operation, OperationStatus
 from instantstart.operations.registry import all_kinds
 from instantstart.operations.serializers import OperationFilterSerializer
@@ -108,6 +109,7 @@ def dashboard(request):
         "members": Membership.objects.visible_to(access).count(),
         "tokens": ApiToken.objects.visible_to(access).active().count(),
         "clusters": Cluster.objects.visible_to(access).count(),
+        "endpoints": Endpoint.objects.visible_to(access).count(),
         "recent": operations.select_related("requested_by")[:10],
     }
     return render(request, "portal/dashboard.html", context)

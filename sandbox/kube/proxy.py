@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..serving.forward import HOP_BY_HOP as FORWARD_DROPS
+from .controllers.base import pod_active
 from .errors import ApiError, bad_request, not_found
 from .store import Cluster
 
@@ -75,7 +76,9 @@ def _service_target(c: Cluster, hub: Any, ns: str, id_: str) -> tuple[str, int, 
     subsets = [ss for ss in (ep or {}).get("subsets") or [] if ss.get("addresses")]
     if not subsets:
         raise _unavailable(f'no endpoints available for service "{name}"')
-    pods = {(p.get("status") or {}).get("podIP"): p for p in c.list("/pods", ns)}
+    # Only running pods: a finished pod keeps its podIP in status after the CNI handed the address to
+    # a new pod, and kube-apiserver proxies to the endpoint's address, not to whichever pod had it first.
+    pods = {(p.get("status") or {}).get("podIP"): p for p in c.list("/pods", ns) if pod_active(p)}
     random.shuffle(subsets)
     for ss in subsets:
         for pt in ss.get("ports") or []:

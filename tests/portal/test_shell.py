@@ -88,7 +88,6 @@ def test_dashboard_counts(admin_client, team, other_team, member_user):
     "name, text",
     [
         ("portal:jobs", b"Training jobs arrive with the next release"),
-        ("portal:endpoints", b"Inference endpoints arrive with the next release"),
     ],
 )
 def test_areas_still_to_come_say_so(viewer_client, name, text):
