@@ -164,9 +164,20 @@ def _answers(tool: Tool, schema, paginated: bool) -> list[dict[str, Any]]:
 
 
 def _is_own(tool: Tool, serializer: serializers.BaseSerializer) -> bool:
-    """A list action answering its view's own serializer: a list of those (not an annotated answer)."""
+    """A list action answering its view's objects: a list (or page) of those, not an annotated answer.
+
+    Its view's own serializer, or another serializer of the view's model (a list without details).
+    """
     own = getattr(tool.view, "serializer_class", None)
-    return own is not None and type(serializer) is own
+    if own is not None and type(serializer) is own:
+        return True
+    queryset = getattr(tool.view, "queryset", None)
+    meta = getattr(serializer, "Meta", None)
+    return (
+        isinstance(serializer, serializers.ModelSerializer)
+        and queryset is not None
+        and getattr(meta, "model", None) is queryset.model
+    )
 
 
 def _page(item: dict[str, Any]) -> dict[str, Any]:

@@ -72,7 +72,9 @@ def _type_schema(field: serializers.Field) -> dict[str, Any]:
         return {"type": "array", "items": serializer_schema(field.child)}
     if isinstance(field, serializers.ListField):
         return {"type": "array", "items": field_schema(field.child)}
-    if isinstance(field, (serializers.DictField, serializers.JSONField, serializers.HStoreField)):
+    if isinstance(field, serializers.JSONField):
+        return {}  # any JSON value: true, a number, a list or an object
+    if isinstance(field, (serializers.DictField, serializers.HStoreField)):
         return {"type": "object"}
     if isinstance(field, serializers.Serializer):
         return serializer_schema(field)

@@ -161,11 +161,9 @@ async def deploy_model(agent: ScriptedAgent, cluster_id: str, endpoint: dict, pr
     await agent.call("list_endpoints", {"cluster_id": cluster_id})
     deployed = await agent.call("deploy_endpoint", {"cluster_id": cluster_id, **endpoint, "idempotency_key": "ep"})
     await agent.follow(deployed, "deploy_endpoint")
-    endpoint_id = deployed["endpoint"]["id"]
-    target = {"cluster_id": cluster_id, "endpoint_id": endpoint_id}
-    await agent.poll(
-        "get_endpoint", target, lambda e: e.get("status") in ("ready", "running", "active", "failed"), "the endpoint"
-    )
+    target = {"cluster_id": cluster_id, "name": deployed["endpoint"]["name"]}
+    ready = await agent.poll("get_endpoint", target, lambda e: e.get("status") in ("ready", "failed"), "the endpoint")
+    assert ready["status"] == "ready", ready
     return await agent.call("invoke_endpoint", {**target, "messages": [{"role": "user", "content": prompt}]})
 
 
