@@ -88,10 +88,11 @@ def test_vllm_external_answers_through_invoke_scales_and_deletes(
     first = json.loads(events[0].removeprefix("data: "))
     assert first["object"] == "chat.completion.chunk"
 
-    # nothing in the request chooses the address: extra fields are not read, odd names are no endpoint
+    # nothing in the request chooses the address: address fields are refused, odd names are no endpoint
     aimed = {**CHAT, "url": "http://169.254.169.254/latest/meta-data/", "host": "169.254.169.254", "port": 80}
-    answered = admin_api.post(base + "invoke/", aimed, format="json").json()
-    assert answered["model"] == "Qwen/Qwen3-0.6B" and answered["usage"]["completion_tokens"] == 8
+    refused = admin_api.post(base + "invoke/", aimed, format="json")
+    assert refused.status_code == 400, refused.content
+    assert {"url", "host", "port"} <= set(refused.json()["error"]["fields"]), refused.json()
     for name in ("..%2F..%2Fservices%2Fkubernetes:443", "kubernetes", "qwen%3A9000", "169.254.169.254"):
         path = f"/api/v1/clusters/{cluster.pk}/endpoints/{name}/invoke/"
         assert admin_api.post(path, CHAT, format="json").status_code == 404, name
