@@ -4,7 +4,8 @@
 Content-Security-Policy: the portal's templates load scripts and styles from the app only, with
 no inline script or style; the two inline ``onchange="this.form.submit()"`` handlers of the
 switchers are allowed by their hash ('unsafe-hashes' permits exactly that handler, not inline
-script in general). The admin's templates carry inline styles, so /admin/ alone allows them.
+script in general), and so is htmx's indicator style. Django's admin and Swagger UI inject styles
+of their own, so /admin/ and /api/v1/docs/ alone allow inline styles (never inline script).
 """
 
 from __future__ import annotations
@@ -14,6 +15,11 @@ import hashlib
 
 # The inline event handlers the templates use, allowed one by one (a new one needs its hash here).
 INLINE_HANDLERS = ("this.form.submit()",)
+# The <style> element htmx adds for its request indicators (htmx.config.includeIndicatorStyles),
+# allowed by its hash; a new htmx version changes it (tests/hardening/test_csp_browser.py tells).
+HTMX_INDICATOR_STYLE = "'sha256-faU7yAF8NxuMTNEwVmBz+VcYeIoBQ2EMHW3WaVxCvnk='"
+# Third-party pages that inject styles of their own: Django's admin and Swagger UI (/api/v1/docs/).
+INLINE_STYLE_PATHS = ("/admin/", "/api/v1/docs/")
 
 
 def _hash(source: str) -> str:
@@ -33,7 +39,7 @@ _COMMON = {
 PORTAL_POLICY = {
     **_COMMON,
     "script-src": " ".join(["'self'", "'unsafe-hashes'", *map(_hash, INLINE_HANDLERS)]),
-    "style-src": "'self'",
+    "style-src": f"'self' {HTMX_INDICATOR_STYLE}",
 }
 ADMIN_POLICY = {**_COMMON, "script-src": "'self'", "style-src": "'self' 'unsafe-inline'"}
 
@@ -51,6 +57,6 @@ class SecurityHeadersMiddleware:
 
     def __call__(self, request):
         response = self.get_response(request)
-        csp = ADMIN_CSP if request.path.startswith("/admin/") else PORTAL_CSP
+        csp = ADMIN_CSP if request.path.startswith(INLINE_STYLE_PATHS) else PORTAL_CSP
         response.headers.setdefault("Content-Security-Policy", csp)
         return response

@@ -128,8 +128,10 @@ def run_preflight(team: Team, request: dict, *, eks_name: str | None = None) -> 
         if any(g["capacity_type"] == CapacityType.TRAINING_PLAN for g in groups)
         else {}
     )
+    # One describe per distinct type, however many groups share it.
+    infos = {t: catalog.instance_type_info(team, region, t) for t in sorted({g["instance_type"] for g in groups})}
     for group in groups:
-        info = catalog.instance_type_info(team, region, group["instance_type"])
+        info = infos[group["instance_type"]]
         zone = group.get("availability_zone") or request["availability_zone"]
         offered = info is not None and zone in info.zones
         checks.append(

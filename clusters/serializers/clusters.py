@@ -165,7 +165,13 @@ class ClusterImportSerializer(InputSerializer):
 
     name = serializers.CharField(max_length=32, validators=[NAME_VALIDATOR])
     region = RegionField()
-    eks_cluster_name = serializers.CharField(max_length=100)
+    eks_cluster_name = serializers.RegexField(
+        r"^[0-9A-Za-z][A-Za-z0-9_-]*$",  # EKS's own ClusterName pattern: never anything a URL path would mangle
+        max_length=100,
+        error_messages={
+            "invalid": "An EKS cluster name: letters, digits, '-' and '_', starting with a letter or digit."
+        },
+    )
 
     def validate(self, attrs: dict) -> dict:
         access = self.context["access"]

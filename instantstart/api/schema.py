@@ -79,6 +79,8 @@ ERRORS = {
     "409": "The object's state does not allow this now (e.g. another operation runs).",
     "422": "An Idempotency-Key reused for another request.",
     "429": "Too many requests (failed authentications); retry after Retry-After seconds.",
+    "502": "The team's AWS account or cluster refused a call (`cloud_refused`, naming the AWS/Kubernetes code).",
+    "503": "The team's cloud is unavailable for now (`cloud_unavailable`: throttling, 5xx); try again.",
 }
 BODY_ERRORS = {
     "413": "The request body is larger than the limit.",
@@ -97,7 +99,7 @@ def _allow_empty(parameter: dict) -> None:
 
 def add_error_responses(result, generator, request, public):
     """drf-spectacular postprocessing hook: the Error component, and the error answers of each
-    operation (400/401/403/404/409/422/429; 413/415 where a body is taken) next to its successes;
+    operation (400/401/403/404/409/422/429/502/503; 413/415 where a body is taken) next to its successes;
     request bodies closed to undeclared fields."""
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     for name, component in schemas.items():

@@ -144,3 +144,11 @@ def test_an_undeclared_method_is_a_405_even_with_a_body(admin_api):
     response = admin_api.put("/api/v1/clusters/import/", {"name": "x"}, format="json")
     assert_error(response, 405, "method_not_allowed")
     assert "POST" in response["Allow"]
+
+
+def test_an_import_name_eks_would_never_accept_is_a_400_not_a_cloud_error(admin_api, sandbox):
+    body = {"name": "adopted", "region": "us-west-2", "eks_cluster_name": "a/b\x7f"}
+    assert (
+        "eks_cluster_name"
+        in assert_error(admin_api.post("/api/v1/clusters/import/", body, format="json"), 400)["fields"]
+    )

@@ -152,3 +152,12 @@ def test_each_distinct_instance_type_is_described_once_per_request(admin_api, te
     response = admin_api.post("/api/v1/clusters/", cluster_body("wide", instance_groups=groups), format="json")
     assert response.status_code == 202, response.json()
     assert sandbox_calls(sandbox, team.sandbox_account_id).get("ec2:DescribeInstanceTypes", 0) - before == 1
+
+
+def test_preflight_describes_each_distinct_instance_type_once(admin_api, team, sandbox):
+    groups = [{**GROUP, "name": f"g{i}"} for i in range(30)]
+    before = sandbox_calls(sandbox, team.sandbox_account_id).get("ec2:DescribeInstanceTypes", 0)
+    response = admin_api.post("/api/v1/preflight/", cluster_body("wide", instance_groups=groups), format="json")
+    assert response.status_code == 200, response.json()
+    # once for the request's validation, once for the preflight's offer check
+    assert sandbox_calls(sandbox, team.sandbox_account_id).get("ec2:DescribeInstanceTypes", 0) - before <= 2
