@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from features.steps import reconcile as reconcile_features
+from features.steps import teardown as teardown_features
 from instantstart.operations.models import Operation, OperationStatus
 from instantstart.operations.registry import OperationKind, Step, register
 from instantstart.tenancy.roles import Role
@@ -75,6 +76,7 @@ CLUSTER_DELETE = register(
             Step("storage", teardown.storage, title="Remove shared storage"),
             Step("hyperpod", teardown.hyperpod, title="Delete the HyperPod cluster"),
             Step("eks", teardown.eks, title="Delete the EKS control plane"),
+            Step("features", teardown_features.run, title="Delete the features' roles"),
             Step("identity", teardown.identity, title="Delete roles and lifecycle scripts"),
             Step("network", teardown.network, title="Delete the network"),
         ),

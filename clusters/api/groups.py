@@ -7,6 +7,7 @@ from rest_framework import mixins, serializers, status
 from rest_framework.response import Response
 
 from features.api.groups import patch_group_autoscaling
+from features.serializers.groups import GroupPatchSerializer
 from instantstart.api.viewsets import TeamViewSet
 from instantstart.operations.serializers import OperationSerializer
 from instantstart.tenancy.roles import Role
@@ -60,7 +61,7 @@ class InstanceGroupViewSet(ClusterChildMixin, mixins.ListModelMixin, mixins.Retr
         return Response({**body, "notes": notes}, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(
-        request=InstanceGroupUpdateSerializer,
+        request=GroupPatchSerializer,  # count / min_count, or the features app's autoscaling
         responses={
             200: inline_serializer(
                 "GroupUnchanged", {"changed": serializers.BooleanField(), "instance_group": InstanceGroupSerializer()}

@@ -11,32 +11,32 @@ from clusters.models import Cluster
 from instantstart.api.viewsets import TeamViewSet
 from instantstart.tenancy.roles import Role
 
+from ..catalog import CATALOG
 from ..readers.state import read_state
 from ..selectors import feature_list, records_of
-from ..serializers import FeaturesAcceptedSerializer, FeatureSerializer, FeaturesSerializer, FeaturesUpdateSerializer
+from ..serializers import (
+    FeaturesAcceptedSerializer,
+    FeatureSerializer,
+    FeaturesSerializer,
+    FeaturesUpdateSerializer,
+    FeatureValueField,
+)
 from ..services import replayed_update, require_ready, update_features
 
 UNCHANGED = inline_serializer(
     "FeaturesUnchanged", {"changed": serializers.BooleanField(), "features": FeatureSerializer(many=True)}
 )
+
+
+def _help(f) -> str:
+    settings = ", ".join(f"{s.name} ({s.minimum}-{s.maximum})" for s in f.settings)
+    shape = f"{{enabled, {settings}}}" if settings else "{enabled}"
+    return f"{f.kind}: {f.title}. true / false, or {shape}"
+
+
+# Every catalog name is a (non-required) field: the schema, the MCP arguments and the strict body check read it.
 PATCH_BODY = inline_serializer(
-    "FeaturesPatch",
-    {
-        name: serializers.JSONField(required=False, help_text=help_text)
-        for name, help_text in (
-            ("training_operator", "true / false, or {enabled}"),
-            ("inference_operator", "true / false, or {enabled}"),
-            ("tiered_checkpointing", "true / false, or {enabled, memory_percent (0-100)}"),
-            ("kuberay", "true / false, or {enabled}"),
-            ("keda", "true / false, or {enabled}"),
-            ("observability", "true / false, or {enabled}"),
-            ("cert_manager", "dependency: true / false"),
-            ("pod_identity_agent", "dependency: true / false"),
-            ("s3_csi", "dependency: true / false"),
-            ("fsx_csi", "dependency: true / false"),
-            ("metrics_server", "dependency: true / false"),
-        )
-    },
+    "FeaturesPatch", {f.name: FeatureValueField(required=False, help_text=_help(f)) for f in CATALOG.values()}
 )
 
 

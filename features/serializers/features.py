@@ -2,12 +2,32 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from instantstart.operations.serializers import OperationSerializer
 
 from ..catalog import CATALOG
 from ..planning import resolve
+
+
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "boolean"},
+            {"type": "object", "properties": {"enabled": {"type": "boolean"}}, "additionalProperties": True},
+        ]
+    }
+)
+class FeatureValueField(serializers.Field):
+    """One feature of a PATCH body: ``true`` / ``false`` or ``{"enabled": bool, <setting>: value}``
+    (described only; FeaturesUpdateSerializer validates it)."""
+
+    def to_internal_value(self, data):
+        return data
+
+    def to_representation(self, value):
+        return value
 
 
 class FeatureSerializer(serializers.Serializer):

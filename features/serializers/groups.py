@@ -5,6 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from clusters.models import CapacityType
+from clusters.serializers import InstanceGroupUpdateSerializer
 
 
 class AutoscalingRangeSerializer(serializers.Serializer):
@@ -55,3 +56,15 @@ class GroupAutoscalingSerializer(serializers.Serializer):
                 }
             )
         return attrs
+
+
+class GroupPatchSerializer(InstanceGroupUpdateSerializer):
+    """The instance group PATCH as documented (schema, MCP arguments, the strict body check): ``count`` /
+    ``min_count`` (clusters' rules), or ``autoscaling`` (the features app's rules, GroupAutoscalingSerializer)."""
+
+    autoscaling = AutoscalingRangeSerializer(
+        required=False,
+        allow_null=True,
+        help_text="Managed autoscaling of this HyperPod group: {min, max} nodes (null: stop). Only while the "
+        "autoscaling feature is enabled; on-demand groups only. Send it alone.",
+    )

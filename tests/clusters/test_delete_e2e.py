@@ -83,7 +83,7 @@ def test_delete_tears_down_everything_and_only_its_own(admin_api, team, start_wo
     response = admin_api.delete(f"/api/v1/clusters/{cluster_id}/")
     assert response.status_code == 202
     operation = response.json()["operation"]
-    assert [p["name"] for p in operation["phases"]] == ["storage", "hyperpod", "eks", "identity", "network"]
+    assert [p["name"] for p in operation["phases"]] == ["storage", "hyperpod", "eks", "features", "identity", "network"]
     wait_for_operation(operation["id"])
     assert tagged_leftovers(team, cluster_id) == {}
     assert tagged_leftovers(team, keeper_id) == kept_before  # the other cluster is untouched

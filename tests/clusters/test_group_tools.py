@@ -90,7 +90,14 @@ def test_listing_schemas_and_status_tools(admin_token):
     assert scale["required"] == ["cluster_id", "name"]
     assert scale["properties"]["name"]["description"] == "The instance group's name."
     # Only the count can change: the schema offers nothing else (and REST refuses anything else).
-    assert scale["properties"].keys() == {"cluster_id", "name", "count", "min_count", "idempotency_key"}
+    assert scale["properties"].keys() == {
+        "cluster_id",
+        "name",
+        "count",
+        "min_count",
+        "autoscaling",  # the features app's managed autoscaling of the group
+        "idempotency_key",
+    }
     assert scale["additionalProperties"] is False
     assert schema["delete_instance_group"]["properties"]["force"]["type"] == "boolean"
     assert schema["list_nodes"]["properties"]["health"]["enum"][0] == "Schedulable"

@@ -113,3 +113,10 @@ def test_failed_add_on_retry_and_out_of_band_delete_is_drift(admin_api, team, st
     assert [p.name for p in repair.phases.order_by("index")] == ["enable_observability"]
     assert features_of(admin_api, cluster)["observability"]["drift"] is False
     assert admin_api.get(f"/api/v1/clusters/{cluster.pk}/drift/").json()["in_sync"] is True
+
+    # Deleting the cluster with a feature on takes the feature's role too (its add-on goes with EKS).
+    deleted = admin_api.delete(f"/api/v1/clusters/{cluster.pk}/")
+    assert "features" in [p["name"] for p in deleted.json()["operation"]["phases"]]
+    wait_for_operation(deleted.json()["operation"]["id"])
+    iam = team_cloud(team, "us-west-2").client("iam")
+    assert not [r["RoleName"] for r in iam.list_roles()["Roles"] if r["RoleName"].startswith(cluster.resource_prefix)]
