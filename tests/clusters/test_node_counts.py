@@ -68,7 +68,7 @@ def test_counts_follow_scale_add_node_delete_group_delete_and_cluster_delete(
         f"{base}/instance-groups/", {"name": "extra", "instance_type": "ml.g5.xlarge", "count": 1}, format="json"
     )
     assert added.status_code == 202, added.json()
-    wait_for_operation(added.json()["id"] if "id" in added.json() else added.json()["operation"]["id"])
+    wait_for_operation(added.json()["operation"]["id"])
     assert kubectl_count(team, cluster) == 4
     assert everywhere(admin_api, admin_client, cluster) == {
         "header": "4 / 4",
