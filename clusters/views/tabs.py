@@ -8,7 +8,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from instantstart.operations.models import Operation
+from instantstart.operations.models import Operation, OperationStatus
 from instantstart.portal.errors import page_errors
 from instantstart.portal.panels import panel_context
 from instantstart.tenancy.roles import Role
@@ -27,9 +27,8 @@ from ..readers import catalog
 from ..readers.nodes import list_nodes, workload_names
 from ..selectors import (
     active_cluster,
-    group_operation_of,
+    cluster_operations,
     last_operation,
-    operations_of,
     running_group_operations,
 )
 from ..serializers.queries import NodeQuerySerializer
@@ -69,23 +68,108 @@ def cluster_page(request, cluster: Cluster, tab: str, *, status: int = 200, **gr
 
 def detail_context(request, cluster: Cluster, tab: str, **group_form) -> dict:
     """Everything the cluster page shows; the focused operation (?operation=) replaces the latest one."""
-    operation = _focused_operation(request, cluster) or last_operation(cluster)
-    access = request.access
-    is_admin = access.can(Role.ADMIN)
-    active = active_cluster(access)
-    context = {
+    focused = _focused_operation(request, cluster)
+    operation = focused or last_operation(cluster)
+    return {
         **tab_context(request, cluster, tab, **group_form),
-        **(panel_context(request, operation) if operation else {}),
+        **operation_context(request, cluster, operation, latest=focused is None),
+        **status_context(request, cluster),
         "section": "clusters",
-        "operation": operation,
+    }
+
+
+def status_context(request, cluster: Cluster) -> dict:
+    """What the parts of the page that depend on the cluster's status need (header actions, summary)."""
+    active = active_cluster(request.access)
+    return {
         "busy": cluster.status in BUSY,
         "is_active": active is not None and active.pk == cluster.pk,
-        "can_manage": is_admin and cluster.status != ClusterStatus.DELETED,
-        "zone_form": None,
+        "can_manage": request.access.can(Role.ADMIN) and cluster.status != ClusterStatus.DELETED,
     }
-    if is_admin and cluster.status == ClusterStatus.FAILED:
-        context["zone_form"] = _zone_form_context(cluster)
-    return context
+
+
+def operation_context(request, cluster: Cluster, operation: Operation | None, *, latest: bool = True) -> dict:
+    """The cluster page's operation slot: the panel (polled through the cluster page, so that its last
+    poll also refreshes the status-dependent parts) and what the user can do about a failure."""
+    if operation is None:
+        return {"operation": None}
+    return {
+        **panel_context(request, operation),
+        "section": "clusters",
+        "operation": operation,
+        "latest": latest,
+        "next_url": reverse("portal:cluster", args=[cluster.pk]),
+        "recovery": recovery_context(request, cluster, operation),
+    }
+
+
+def recovery_context(request, cluster: Cluster, operation: Operation) -> dict:
+    """The ways out of a failed operation, in the portal's words and as forms or links: the zone form
+    of a failed create, deleting a group that did not come up, where to change storage. Retry is the
+    panel's own button."""
+    if operation.status != OperationStatus.FAILED or not request.access.can(Role.ADMIN):
+        return {}
+    message = (operation.error_message or "").lower()
+    capacity = "capacity" in message
+    items: list[dict] = []
+    why = operation.error_hint if "PATCH" not in operation.error_hint else ""
+    if capacity:
+        why = (
+            "Not enough capacity for this instance type in the zone right now. Move the instance groups to another "
+            "zone or use a training plan, then retry; finished phases are not redone."
+        )
+    if "quota" in message:
+        items.append(
+            {
+                "kind": "quota",
+                "label": "Request a quota increase",
+                "text": "in the AWS console's Service Quotas (SageMaker, '… for cluster usage'), or free instances "
+                "in another cluster; then retry.",
+            }
+        )
+    if operation.kind == "cluster.create" and cluster.status == ClusterStatus.FAILED:
+        items.insert(0, {"kind": "zone", "form": _zone_form_context(cluster)})
+        items.append(
+            {
+                "kind": "delete",
+                "label": "Delete the cluster",
+                "text": "removes what the create made so far.",
+                "url": reverse("portal:cluster_delete", args=[cluster.pk]),
+                "danger": True,
+            }
+        )
+    elif operation.kind in ("instance_group.add", "instance_group.scale"):
+        group = cluster.instance_groups.filter(pk=operation.target_id).first()
+        if group is not None:
+            if operation.kind == "instance_group.add":
+                items.append(
+                    {
+                        "kind": "group-delete",
+                        "label": f"Delete the group {group.name}",
+                        "text": "then add it again in another zone or with a training plan.",
+                        "url": reverse("portal:cluster_group_delete", args=[cluster.pk, group.name]),
+                        "danger": True,
+                    }
+                )
+            else:
+                items.append(
+                    {
+                        "kind": "groups",
+                        "label": "Scale to another count",
+                        "text": f"the groups tab shows what {group.name} runs now.",
+                        "url": reverse("portal:cluster", args=[cluster.pk]) + "?tab=groups",
+                    }
+                )
+    elif operation.kind.startswith("storage."):
+        items.append(
+            {
+                "kind": "storage",
+                "label": "Open the storage tab",
+                "text": "detach what did not mount, or attach it again.",
+                "url": reverse("portal:cluster", args=[cluster.pk]) + "?tab=storage",
+            }
+        )
+    return {"items": items, "why": why} if items or why else {}
 
 
 def tab_context(request, cluster: Cluster, tab: str, **group_form) -> dict:
@@ -106,7 +190,7 @@ def tab_context(request, cluster: Cluster, tab: str, **group_form) -> dict:
     elif tab == "storage":
         context["storages"] = Storage.objects.visible_to(request.access).filter(cluster=cluster)
     elif tab == "operations":
-        context["operations"] = operations_of(cluster).select_related("requested_by").order_by("-created_at")
+        context["operations"] = cluster_operations(cluster).select_related("requested_by").order_by("-created_at")
     return context
 
 
@@ -116,12 +200,7 @@ def _focused_operation(request, cluster: Cluster) -> Operation | None:
         op_id = uuid.UUID(request.GET.get("operation", ""))
     except ValueError:
         return None
-    operation = Operation.objects.visible_to(request.access).filter(pk=op_id).first()
-    if operation is None:
-        return None
-    if operation.target_id == str(cluster.pk) or group_operation_of(cluster, operation):
-        return operation
-    return None
+    return cluster_operations(cluster).filter(pk=op_id).first()
 
 
 def _zone_form_context(cluster: Cluster) -> dict:

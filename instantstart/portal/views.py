@@ -169,6 +169,10 @@ def _operation_action(request, op_id, service, done_message: str):
         service(access=request.access, operation=operation)
     if not refused:
         messages.success(request, done_message)
+    # A retry from the cluster page stays there (its panel follows the operation again).
+    back = request.POST.get("next", "")
+    if back and url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+        return redirect(f"{back}?operation={operation.pk}" if "?" not in back else back)
     return redirect("portal:operation", op_id=operation.pk)
 
 

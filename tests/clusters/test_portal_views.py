@@ -320,11 +320,14 @@ class TestClusterPage:
             status=OperationStatus.FAILED,
             error_code="InsufficientCapacity",
             error_message="No capacity",
-            error_hint="Choose another availability zone and retry.",
+            error_hint="Not enough capacity. Move the instance groups to another zone (PATCH the cluster's "
+            "availability_zone) or use a training plan, then retry.",
         )
         url = reverse("portal:cluster", args=[cluster.pk])
         page = admin_client.get(url).content.decode()
-        assert "Try another availability zone" in page and "Hint: Choose another availability zone" in page
+        # The portal says it in its own words, next to the form that does it (the API's words stay in REST).
+        assert "Try another availability zone" in page and "Not enough capacity for this instance type" in page
+        assert "PATCH" not in page
         assert options(page, "availability_zone") == ["us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"]
         assert "Retry from where it stopped" in page
         zone = reverse("portal:cluster_change_zone", args=[cluster.pk])
