@@ -252,7 +252,7 @@ def _operation_part(request, cluster: Cluster) -> HttpResponse:
     operation = _focused_or_latest(request, cluster)
     context = {
         "cluster": cluster,
-        **operation_context(request, cluster, operation, latest=operation is None or "operation" not in request.GET),
+        **operation_context(request, cluster, operation, latest=request.GET.get("latest") == "1"),
         **status_context(request, cluster),
     }
     context["settled"] = operation is None or operation.is_terminal

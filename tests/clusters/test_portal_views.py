@@ -398,3 +398,42 @@ class TestOtherTeams:
         client = logged_in(user)
         html = client.get(reverse("portal:clusters")).content.decode()
         assert ("acme-one" in html) != ("globex-one" in html)  # one team at a time
+
+
+class TestOperationsOfTheCluster:
+    def test_operations_tab_and_latest_include_group_node_and_storage_operations(self, admin_client, team):
+        cluster = make_cluster(team)
+        group = cluster.instance_groups.get()
+        create = give_operation(cluster, status=OperationStatus.SUCCEEDED)
+        node = OperationFactory(
+            team=team, target=cluster, kind="node.reboot", status=OperationStatus.SUCCEEDED,
+            params={"action": "reboot", "instance_id": "i-0abc", "instance_group": "workers"},
+        )  # fmt: skip
+        gone = OperationFactory(
+            team=team,
+            kind="instance_group.delete",
+            status=OperationStatus.SUCCEEDED,
+            params={"cluster_id": str(cluster.pk)},
+        )  # fmt: skip  (the deleted group's row is gone: found by params.cluster_id)
+        scale = OperationFactory(
+            team=team, target=group, kind="instance_group.scale", status=OperationStatus.SUCCEEDED,
+            params={"count": 3, "from_count": 2, "cluster_id": str(cluster.pk)},
+        )  # fmt: skip
+        other = make_cluster(team, "other")
+        elsewhere = give_operation(other, status=OperationStatus.SUCCEEDED)
+
+        tab = admin_client.get(reverse("portal:cluster", args=[cluster.pk]) + "?tab=operations").content.decode()
+        for operation in (create, node, gone, scale):
+            assert reverse("portal:operation", args=[operation.pk]) in tab
+        assert reverse("portal:operation", args=[elsewhere.pk]) not in tab
+        page = admin_client.get(reverse("portal:cluster", args=[cluster.pk])).content.decode()
+        caption = re.search(r'<p class="panel-caption">(.*?)</p>', page, re.S).group(1)
+        assert "Latest operation" in caption and reverse("portal:operation", args=[scale.pk]) in caption
+
+        # The operation page links its target and says what was asked.
+        detail = admin_client.get(reverse("portal:operation", args=[scale.pk])).content.decode()
+        assert f'href="{reverse("portal:cluster", args=[cluster.pk])}?tab=groups"' in detail
+        assert re.search(r"<dt>Count</dt><dd[^>]*>2 → 3</dd>", detail)
+        assert "<dt>Cluster id</dt>" not in detail and "<dt>From count</dt>" not in detail
+        detail = admin_client.get(reverse("portal:operation", args=[node.pk])).content.decode()
+        assert f'href="{reverse("portal:cluster", args=[cluster.pk])}"' in detail and "i-0abc" in detail
