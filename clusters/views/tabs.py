@@ -182,6 +182,7 @@ def tab_context(request, cluster: Cluster, tab: str, **group_form) -> dict:
     elif tab == "overview":
         by_group = (cluster.node_summary or {}).get("by_group") or {}
         context["groups"] = [(group, by_group.get(group.name)) for group in cluster.instance_groups.all()]
+        context["connect"] = connect_context(cluster)
     elif tab == "network":
         context["subnet_rows"] = _network_rows(cluster)
         context["compute_subnets"] = (
@@ -189,6 +190,9 @@ def tab_context(request, cluster: Cluster, tab: str, **group_form) -> dict:
         )
     elif tab == "storage":
         context["storages"] = Storage.objects.visible_to(request.access).filter(cluster=cluster)
+        context["can_mutate"] = request.access.can(Role.ADMIN) and cluster.status == ClusterStatus.ACTIVE
+        context["storage_values"] = group_form.get("storage_values") or {"kind": "s3"}
+        context["errors"] = group_form.get("storage_errors") or {}
     elif tab == "operations":
         context["operations"] = cluster_operations(cluster).select_related("requested_by").order_by("-created_at")
     return context
@@ -216,6 +220,46 @@ def _network_rows(cluster: Cluster) -> list[tuple[str, str, str]]:
     subnets = (cluster.network or {}).get("subnets") or {}
     cidrs = base_subnets(cluster.network.get("vpc_cidr") or cluster.vpc_cidr) if subnets else {}
     return [(role, subnet_id, cidrs.get(role, "")) for role, subnet_id in sorted(subnets.items())]
+
+
+# --- the overview's Connect box ----------------------------------------------------------------
+
+
+def connect_context(cluster: Cluster) -> dict | None:
+    """How to use the cluster: kubectl, the kubeconfig, the shared claim in a pod (once it has an endpoint)."""
+    if not cluster.eks_endpoint or cluster.status == ClusterStatus.DELETED:
+        return None
+    claim = next((s for s in cluster.storages.all() if s.name == "shared" and s.claim_name), None)
+    return {
+        "kubectl": f"kubectl --server {cluster.eks_endpoint} get nodes -o wide",
+        "kubeconfig_url": reverse("portal:cluster_kubeconfig", args=[cluster.pk]),
+        "kubeconfig_name": f"{cluster.name}.kubeconfig",
+        "update_kubeconfig": f"aws eks update-kubeconfig --region {cluster.region} --name {cluster.eks_cluster_name}",
+        "claim": claim,
+        "pod_yaml": shared_claim_pod(claim) if claim else "",
+    }
+
+
+def shared_claim_pod(claim: Storage) -> str:
+    """A pod that mounts the cluster's shared claim at /shared (what a job's pod spec needs)."""
+    return (
+        "apiVersion: v1\n"
+        "kind: Pod\n"
+        "metadata:\n"
+        f"  name: shared-check\n  namespace: {claim.namespace}\n"
+        "spec:\n"
+        "  containers:\n"
+        "    - name: main\n"
+        "      image: public.ecr.aws/docker/library/busybox:stable\n"
+        '      command: ["sh", "-c", "ls /shared && sleep 3600"]\n'
+        "      volumeMounts:\n"
+        "        - name: shared\n"
+        "          mountPath: /shared\n"
+        "  volumes:\n"
+        "    - name: shared\n"
+        "      persistentVolumeClaim:\n"
+        f"        claimName: {claim.claim_name}\n"
+    )
 
 
 # --- the instance groups tab --------------------------------------------------------------------
