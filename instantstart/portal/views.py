@@ -211,6 +211,28 @@ def _settings_values(team) -> dict:
     return {field: getattr(team, field) for field in SETTINGS_FIELDS if field != "aws_external_id"}
 
 
+# What each role may do, as the team page (and the README's "Roles") explain it. Each role can do
+# everything the roles above it in this list can; REST, MCP and the portal check the same roles.
+ROLE_RIGHTS = [
+    (
+        Role.VIEWER,
+        "Reads everything of the team: clusters, instance groups, nodes and their diagnosis, storage, jobs, "
+        "endpoints, operations and the audit log. Changes nothing.",
+    ),
+    (
+        Role.MEMBER,
+        "Also runs workloads: submits and stops jobs, creates, scales and deletes endpoints, and retries or "
+        "cancels their operations. Uses clusters, does not change them.",
+    ),
+    (
+        Role.ADMIN,
+        "Also changes the infrastructure and the team: creates, imports, changes and deletes clusters, instance "
+        "groups, nodes (reboot, replace, delete) and storage; edits the team's settings; adds and removes members, "
+        "changes roles; creates and revokes API tokens.",
+    ),
+]
+
+
 def _render_team(request, *, status: int = 200, settings_form=None, member_form=None, token_form=None):
     access = request.access
     team = access.team
@@ -222,6 +244,7 @@ def _render_team(request, *, status: int = 200, settings_form=None, member_form=
         "clouds": Cloud.choices,
         "regions": known_regions(),
         "roles": Role.choices,
+        "role_rights": [(role.label, text) for role, text in ROLE_RIGHTS],
         "settings_form": settings_form or {"values": _settings_values(team), "errors": {}},
         "member_form": member_form or {"values": {"role": Role.MEMBER}, "errors": {}},
         "token_form": token_form or {"values": {"role": Role.MEMBER}, "errors": {}},
