@@ -127,3 +127,29 @@ def active_cluster(access: Access) -> Cluster | None:
             return found
     clusters = list(visible[:2])
     return clusters[0] if len(clusters) == 1 else None
+
+
+def fleet(access: Access) -> list[dict]:
+    """What the team's clusters run, from what the operations recorded: per cluster its instances by
+    type, its nodes by health and its estimated cost per hour (the dashboard's figures)."""
+    from instantstart.pricing import hourly_cost
+
+    rows = []
+    clusters = Cluster.objects.visible_to(access).prefetch_related("instance_groups").order_by("name")
+    for cluster in clusters:
+        instances: dict[str, int] = {}
+        for group in cluster.instance_groups.all():
+            instances[group.instance_type] = instances.get(group.instance_type, 0) + group.count
+        # Instances cost from when HyperPod runs them: an active cluster, or any with nodes registered.
+        runs = cluster.status in ("active", "imported") or bool((cluster.node_summary or {}).get("total"))
+        cost, unpriced = hourly_cost(instances) if runs else (None, [])
+        rows.append(
+            {
+                "cluster": cluster,
+                "instances": instances if runs else {},
+                "by_health": (cluster.node_summary or {}).get("by_health") or {},
+                "cost": cost,
+                "unpriced": unpriced,
+            }
+        )
+    return rows

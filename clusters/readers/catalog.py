@@ -174,3 +174,18 @@ def training_plans(team: Team, region: str) -> list[dict]:
         if not page.get("NextToken"):
             return plans
         kwargs["NextToken"] = page["NextToken"]
+
+
+@cloud_read()
+def accelerators(team: Team, region: str, instance_types: list[str]) -> dict[str, tuple[str | None, int]]:
+    """{ml type: (accelerator model, accelerators per instance)} for the given types, in one call."""
+    if not instance_types:
+        return {}
+    ec2 = team_cloud(team, region).client("ec2", region)
+    names = sorted({ec2_name(t) for t in instance_types})
+    found: dict[str, tuple[str | None, int]] = {}
+    for start in range(0, len(names), 100):
+        for info in ec2.describe_instance_types(InstanceTypes=names[start : start + 100])["InstanceTypes"]:
+            described = _describe(info, set())
+            found[described.instance_type] = (described.gpu_model, described.gpu_count)
+    return found

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from decimal import Decimal
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -15,11 +16,13 @@ from django.urls import Resolver404, resolve
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from clusters.models import Cluster
+from clusters.readers import catalog
+from clusters.selectors import fleet
 from instantstart.operations.models import ACTIVE, AuditEvent, Operation, OperationStatus
 from instantstart.operations.registry import all_kinds
 from instantstart.operations.serializers import OperationFilterSerializer
 from instantstart.operations.services import cancel_operation, retry_operation
+from instantstart.pricing import PRICE_SOURCE
 from instantstart.tenancy.models import ApiToken, Cloud, Membership, Team
 from instantstart.tenancy.roles import Role
 from instantstart.tenancy.serializers import (
@@ -102,15 +105,54 @@ def dashboard(request):
         failed=Count("pk", filter=Q(status=OperationStatus.FAILED)),
         succeeded=Count("pk", filter=Q(status=OperationStatus.SUCCEEDED)),
     )
+    rows = fleet(access)
     context = {
         "section": "dashboard",
         "counts": counts,
         "members": Membership.objects.visible_to(access).count(),
         "tokens": ApiToken.objects.visible_to(access).active().count(),
-        "clusters": Cluster.objects.visible_to(access).count(),
+        "clusters": len(rows),
+        "fleet": rows,
+        "accelerators": _accelerators_in_use(access, rows),
+        "health": _nodes_by_health(rows),
+        "total_cost": sum((row["cost"] for row in rows if row["cost"] is not None), Decimal(0)),
+        "price_source": PRICE_SOURCE,
+        "running": operations.filter(status__in=ACTIVE).select_related("requested_by")[:10],
+        "failures": operations.filter(status=OperationStatus.FAILED).select_related("requested_by")[:5],
         "recent": operations.select_related("requested_by")[:10],
     }
     return render(request, "portal/dashboard.html", context)
+
+
+def _nodes_by_health(rows: list[dict]) -> list[tuple[str, int]]:
+    totals: dict[str, int] = {}
+    for row in rows:
+        for health, count in row["by_health"].items():
+            totals[health] = totals.get(health, 0) + count
+    return sorted(totals.items(), key=lambda item: (item[0] != "Schedulable", item[0]))
+
+
+def _accelerators_in_use(access, rows: list[dict]) -> dict:
+    """GPUs (and Trainium/Inferentia devices) in use across the clusters, by accelerator model."""
+    by_region: dict[str, dict[str, int]] = {}
+    for row in rows:
+        for instance_type, count in row["instances"].items():
+            region = by_region.setdefault(row["cluster"].region, {})
+            region[instance_type] = region.get(instance_type, 0) + count
+    models: dict[str, dict] = {}
+    with page_errors() as failed:
+        for region, instances in by_region.items():
+            facts = catalog.accelerators(access.team, region, list(instances))
+            for instance_type, count in instances.items():
+                model, per_instance = facts.get(instance_type, (None, 0))
+                if not per_instance:
+                    continue  # CPU instances have no accelerator to count
+                entry = models.setdefault(
+                    model or instance_type, {"model": model or instance_type, "count": 0, "types": {}}
+                )
+                entry["count"] += per_instance * count
+                entry["types"][instance_type] = entry["types"].get(instance_type, 0) + count
+    return {"models": sorted(models.values(), key=lambda m: -m["count"]), "error": failed.text}
 
 
 @team_required
