@@ -63,7 +63,8 @@ elif MODE == "test":
     ALLOWED_HOSTS = ["*"]
 else:
     SECRET_KEY = env_str("SECRET_KEY") or _standalone_secret_key()
-    DEBUG = env_bool("DEBUG", True)
+    # Off unless asked for: users see the project's 404/403/500 pages, not Django's debug pages.
+    DEBUG = env_bool("DEBUG", False)
     ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 
 
