@@ -3,7 +3,7 @@ top-level resource (read from the URL configuration, so a new app's routes appea
 
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver, reverse
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
@@ -32,11 +32,10 @@ class ApiRootView(APIView):
 
     @extend_schema(exclude=True)
     def get(self, request):
-        from . import urls
-
         base = reverse("api:root")
+        _, api = get_resolver().namespace_dict["api"]
         skip = {"", "schema/", "docs/"}
-        resources = sorted({route for route in _top_level(urls.urlpatterns) if route not in skip})
+        resources = sorted({route for route in _top_level(api.url_patterns) if route not in skip})
         return Response(
             {
                 "name": "InstantStart REST API v1",
