@@ -47,6 +47,7 @@ from .panels import kind_or_none, may_act_on, panel_context
 from .partials import render_page_or_partial
 
 OPERATIONS_PER_PAGE = 25
+INTERNAL_KIND_PREFIXES = ("engine.",)
 AUDIT_PER_PAGE = 50
 # The raw secret of a token just created waits here for the one page render that shows it.
 NEW_TOKEN_SESSION_KEY = "instantstart.portal.new_token"
@@ -179,7 +180,11 @@ def operation_list(request):
         lookups = {"target": "target_id"}
         queryset = queryset.filter(**{lookups.get(key, key): value for key, value in filters.validated_data.items()})
     team_kinds = set(Operation.objects.visible_to(request.access).values_list("kind", flat=True).distinct())
-    kinds = sorted(team_kinds | {kind.name for kind in all_kinds()})
+    # The engine's own kinds (engine.selftest) are internal: not offered (a link may still filter by one).
+    offered = team_kinds | {kind.name for kind in all_kinds()}
+    kinds = sorted(
+        name for name in offered if not name.startswith(INTERNAL_KIND_PREFIXES) or name == filters_in.get("kind")
+    )
     context = {
         "section": "operations",
         "page": Paginator(queryset, OPERATIONS_PER_PAGE).get_page(request.GET.get("page")),
