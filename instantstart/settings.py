@@ -102,7 +102,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    # Static files (portal CSS, vendored htmx, Swagger UI) from the app itself in every mode.
+    # Static files (portal CSS, vendored htmx, Swagger UI) from the app itself in every mode; under
+    # ASGI their chunks are handed over asynchronously (no warning per request).
+    "instantstart.portal.async_files.AsyncFileResponseMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -177,7 +179,7 @@ else:
     BROKER_DIR = VAR_DIR / "broker"
     for sub in ("queue", "processed", "control"):
         (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_URL = "filesystem://localhost/"  # the host is unused; naming it keeps kombu quiet
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),
