@@ -99,8 +99,36 @@ def operation_context(request, cluster: Cluster, operation: Operation | None, *,
         "operation": operation,
         "latest": latest,
         "next_url": reverse("portal:cluster", args=[cluster.pk]),
+        "expected": expected_duration(cluster, operation),
         "recovery": recovery_context(request, cluster, operation),
     }
+
+
+# How long these take on AWS (what users plan by); the sandbox divides it by SANDBOX_SPEEDUP.
+TYPICAL_MINUTES = {
+    "cluster.create": (25, 40, "the EKS control plane takes ~10 minutes, HyperPod's instances 10–25 more"),
+    "cluster.delete": (15, 25, "HyperPod, then EKS, then the network"),
+    "instance_group.add": (10, 25, "instances launch and run their lifecycle scripts"),
+    "instance_group.scale": (10, 25, "new instances launch and join"),
+}
+
+
+def expected_duration(cluster: Cluster, operation: Operation) -> str:
+    """ "Usually 25–40 minutes on AWS" for a long operation still running (and what that is in the sandbox)."""
+    from django.conf import settings
+
+    typical = TYPICAL_MINUTES.get(operation.kind)
+    if typical is None or operation.is_terminal:
+        return ""
+    low, high, why = typical
+    text = f"Usually {low}–{high} minutes on AWS ({why})."
+    if cluster.team.cloud == "sandbox":
+        speedup = settings.SANDBOX_SPEEDUP
+        text += (
+            f" The sandbox runs real durations {speedup:g}× faster (SANDBOX_SPEEDUP), so here about "
+            f"{max(low * 60 / speedup, 1):.0f}–{max(high * 60 / speedup, 1):.0f} seconds."
+        )
+    return text
 
 
 def recovery_context(request, cluster: Cluster, operation: Operation) -> dict:

@@ -437,3 +437,9 @@ class TestOperationsOfTheCluster:
         assert "<dt>Cluster id</dt>" not in detail and "<dt>From count</dt>" not in detail
         detail = admin_client.get(reverse("portal:operation", args=[node.pk])).content.decode()
         assert f'href="{reverse("portal:cluster", args=[cluster.pk])}"' in detail and "i-0abc" in detail
+
+    def test_a_running_create_says_how_long_it_takes_on_aws_and_here(self, admin_client, team):
+        cluster = make_cluster(team, status=ClusterStatus.CREATING)
+        give_operation(cluster)  # running
+        page = admin_client.get(reverse("portal:cluster", args=[cluster.pk])).content.decode()
+        assert "Usually 25–40 minutes on AWS" in page and "SANDBOX_SPEEDUP" in page
