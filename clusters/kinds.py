@@ -24,6 +24,7 @@ from .steps import (
     verify,
     volumes,
 )
+from .steps.verify import NO_NODES
 
 
 def _created(operation: Operation) -> None:
@@ -40,7 +41,8 @@ def _busy(status: str):
 
 def _deleted(operation: Operation) -> None:
     if operation.status == OperationStatus.SUCCEEDED:
-        Cluster.objects.filter(pk=operation.target_id).update(status=ClusterStatus.DELETED)
+        # Nothing runs any more: a deleted cluster shows no nodes (its page stays for history).
+        Cluster.objects.filter(pk=operation.target_id).update(status=ClusterStatus.DELETED, node_summary=NO_NODES)
     else:
         Cluster.objects.filter(pk=operation.target_id).update(status=ClusterStatus.FAILED)
 

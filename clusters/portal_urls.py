@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from .views import clusters, groups, nodes
+from .views import clusters, connect, groups, nodes, storage
 
 urlpatterns = [
     path("", clusters.cluster_list, name="clusters"),
@@ -22,4 +22,8 @@ urlpatterns = [
     path("<uuid:cluster_id>/nodes/<str:node>/diagnosis/", nodes.node_diagnosis, name="cluster_node_diagnosis"),
     path("<uuid:cluster_id>/nodes/<str:node>/<slug:action>/", nodes.node_act, name="cluster_node_action"),
     path("<uuid:cluster_id>/diagnosis/", nodes.cluster_diagnosis, name="cluster_diagnosis"),
+    # Storage (the storage tab) and how to connect (the overview's Connect box).
+    path("<uuid:cluster_id>/storage/attach/", storage.storage_attach, name="cluster_storage_attach"),
+    path("<uuid:cluster_id>/storage/<uuid:storage_id>/detach/", storage.storage_detach, name="cluster_storage_detach"),
+    path("<uuid:cluster_id>/kubeconfig/", connect.cluster_kubeconfig, name="cluster_kubeconfig"),
 ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 
 from django.contrib.contenttypes.models import ContentType
+from django.db.models import Q
 
 from instantstart.errors import NotFound
 from instantstart.operations.models import ACTIVE, Operation
@@ -50,12 +51,34 @@ def get_storage(access: Access, cluster_pk, pk) -> Storage:
 
 
 def operations_of(cluster: Cluster):
-    """The operations whose target is the cluster (not those of its groups or storage)."""
+    """The operations whose target is the cluster itself (create, delete, nodes): one runs at a time."""
     return Operation.objects.filter(target_type=ContentType.objects.get_for_model(Cluster), target_id=str(cluster.pk))
 
 
+def _about_clusters(clusters: list[Cluster]) -> Q:
+    """Operations whose target is one of the clusters or one of their groups, nodes or storage.
+
+    Group and storage operations carry ``params.cluster_id`` (a deleted group's row is gone); those
+    started before they did are found by their target's row."""
+    ids = [str(cluster.pk) for cluster in clusters]
+    groups = InstanceGroup.objects.filter(cluster__in=clusters).values_list("pk", flat=True)
+    storages = Storage.objects.filter(cluster__in=clusters).values_list("pk", flat=True)
+    return (
+        Q(target_type=ContentType.objects.get_for_model(Cluster), target_id__in=ids)
+        | Q(params__cluster_id__in=ids)
+        | Q(target_type=ContentType.objects.get_for_model(InstanceGroup), target_id__in=[str(g) for g in groups])
+        | Q(target_type=ContentType.objects.get_for_model(Storage), target_id__in=[str(s) for s in storages])
+    )
+
+
+def cluster_operations(cluster: Cluster):
+    """Every operation about the cluster: its own, and those of its groups, nodes and storage."""
+    return Operation.objects.filter(team_id=cluster.team_id).filter(_about_clusters([cluster]))
+
+
 def last_operation(cluster: Cluster) -> Operation | None:
-    return operations_of(cluster).prefetch_related("phases").order_by("-created_at").first()
+    """The latest operation about the cluster (a scale after the create is the latest)."""
+    return cluster_operations(cluster).prefetch_related("phases").order_by("-created_at").first()
 
 
 def running_operation(cluster: Cluster) -> Operation | None:
@@ -65,17 +88,23 @@ def running_operation(cluster: Cluster) -> Operation | None:
 def last_operations(access: Access, clusters: list[Cluster]) -> dict[str, Operation]:
     """The latest operation of each cluster, by cluster id, in one query (a list shows one per row)."""
     latest: dict[str, Operation] = {}
-    operations = (
-        Operation.objects.visible_to(access)
-        .filter(
-            target_type=ContentType.objects.get_for_model(Cluster),
-            target_id__in=[str(cluster.pk) for cluster in clusters],
-        )
-        .order_by("-created_at")
-    )
-    for operation in operations.only("id", "kind", "status", "target_id", "created_at"):
-        latest.setdefault(operation.target_id, operation)
+    if not clusters:
+        return latest
+    owners = _owners(clusters)
+    operations = Operation.objects.visible_to(access).filter(_about_clusters(clusters)).order_by("-created_at")
+    for operation in operations.only("id", "kind", "status", "target_type", "target_id", "params", "created_at"):
+        owner = (operation.params or {}).get("cluster_id") or owners.get(operation.target_id, operation.target_id)
+        latest.setdefault(owner, operation)
     return latest
+
+
+def _owners(clusters: list[Cluster]) -> dict[str, str]:
+    """Group and storage ids → their cluster's id."""
+    owners: dict[str, str] = {}
+    for model in (InstanceGroup, Storage):
+        for pk, cluster_id in model.objects.filter(cluster__in=clusters).values_list("pk", "cluster_id"):
+            owners[str(pk)] = str(cluster_id)
+    return owners
 
 
 def running_group_operations(cluster: Cluster, groups: list[InstanceGroup]) -> dict[str, Operation]:
@@ -88,13 +117,6 @@ def running_group_operations(cluster: Cluster, groups: list[InstanceGroup]) -> d
     return {operation.target_id: operation for operation in running}
 
 
-def group_operation_of(cluster: Cluster, operation: Operation) -> bool:
-    """Whether the operation targets one of the cluster's instance groups."""
-    return operation.target_type == ContentType.objects.get_for_model(InstanceGroup) and (
-        cluster.instance_groups.filter(pk=operation.target_id).exists()
-    )
-
-
 def active_cluster(access: Access) -> Cluster | None:
     """The caller's active cluster in the team; falls back to the team's only cluster."""
     visible = Cluster.objects.visible_to(access)
@@ -105,3 +127,29 @@ def active_cluster(access: Access) -> Cluster | None:
             return found
     clusters = list(visible[:2])
     return clusters[0] if len(clusters) == 1 else None
+
+
+def fleet(access: Access) -> list[dict]:
+    """What the team's clusters run, from what the operations recorded: per cluster its instances by
+    type, its nodes by health and its estimated cost per hour (the dashboard's figures)."""
+    from instantstart.pricing import hourly_cost
+
+    rows = []
+    clusters = Cluster.objects.visible_to(access).prefetch_related("instance_groups").order_by("name")
+    for cluster in clusters:
+        instances: dict[str, int] = {}
+        for group in cluster.instance_groups.all():
+            instances[group.instance_type] = instances.get(group.instance_type, 0) + group.count
+        # Instances cost from when HyperPod runs them: an active cluster, or any with nodes registered.
+        runs = cluster.status in ("active", "imported") or bool((cluster.node_summary or {}).get("total"))
+        cost, unpriced = hourly_cost(instances) if runs else (None, [])
+        rows.append(
+            {
+                "cluster": cluster,
+                "instances": instances if runs else {},
+                "by_health": (cluster.node_summary or {}).get("by_health") or {},
+                "cost": cost,
+                "unpriced": unpriced,
+            }
+        )
+    return rows

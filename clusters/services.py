@@ -258,6 +258,7 @@ def attach_storage(
             access=access,
             kind="storage.attach",
             target=storage,
+            params={"cluster_id": str(cluster.pk)},  # the cluster's Operations tab finds it by this
             idempotency_key=idempotency_key,
             audit_action="storage.attach",
             audit_summary={"cluster": cluster.name, **data},
@@ -273,6 +274,7 @@ def detach_storage(*, access: Access, storage: Storage, idempotency_key: str = "
             access=access,
             kind="storage.detach",
             target=storage,
+            params={"cluster_id": str(storage.cluster_id)},
             idempotency_key=idempotency_key,
             audit_action="storage.detach",
             audit_summary={"cluster": storage.cluster.name, "name": storage.name},
@@ -306,6 +308,7 @@ def add_instance_group(
             access=access,
             kind="instance_group.add",
             target=group,
+            params={"cluster_id": str(cluster.pk)},
             idempotency_key=idempotency_key,
             audit_action="instance_group.add",
             audit_summary={
@@ -349,7 +352,12 @@ def scale_instance_group(
         kind="instance_group.scale",
         target=group,
         idempotency_key=idempotency_key,
-        params={"count": wanted, **({"min_count": changes["min_count"]} if "min_count" in changes else {})},
+        params={
+            "count": wanted,
+            **({"min_count": changes["min_count"]} if "min_count" in changes else {}),
+            "from_count": actual,  # shown as "count 2 → 3"
+            "cluster_id": str(group.cluster_id),
+        },
         audit_action="instance_group.scale",
         audit_summary={"cluster": group.cluster.name, "group": group.name, "from": actual, "to": wanted},
     )
@@ -378,6 +386,7 @@ def delete_instance_group(
             access=access,
             kind="instance_group.delete",
             target=group,
+            params={"cluster_id": str(group.cluster_id)},
             idempotency_key=idempotency_key,
             audit_action="instance_group.delete",
             audit_summary={"cluster": group.cluster.name, "group": group.name},

@@ -63,7 +63,8 @@ elif MODE == "test":
     ALLOWED_HOSTS = ["*"]
 else:
     SECRET_KEY = env_str("SECRET_KEY") or _standalone_secret_key()
-    DEBUG = env_bool("DEBUG", True)
+    # Off unless asked for: users see the project's 404/403/500 pages, not Django's debug pages.
+    DEBUG = env_bool("DEBUG", False)
     ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 
 
@@ -106,7 +107,9 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Errors under /api/ are JSON in the error shape in every mode (404, 405, 413, 500 included).
     "instantstart.api.middleware.ApiErrorMiddleware",
-    # Static files (portal CSS, vendored htmx, Swagger UI) from the app itself in every mode.
+    # Static files (portal CSS, vendored htmx, Swagger UI) from the app itself in every mode; under
+    # ASGI their chunks are handed over asynchronously (no warning per request).
+    "instantstart.portal.async_files.AsyncFileResponseMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -184,7 +187,7 @@ else:
     BROKER_DIR = VAR_DIR / "broker"
     for sub in ("queue", "processed", "control"):
         (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_URL = "filesystem://localhost/"  # the host is unused; naming it keeps kombu quiet
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),

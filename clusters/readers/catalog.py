@@ -82,7 +82,14 @@ def _describe(info: dict, zones: set[str]) -> InstanceTypeInfo:
     efa = bool(network.get("EfaSupported"))
     max_efa = int((network.get("EfaInfo") or {}).get("MaximumEfaInterfaces") or 0)
     gpu_count = sum(g.get("Count", 0) for g in gpus) or sum(n.get("Count", 0) for n in neuron)
-    gpu_memory = (info.get("GpuInfo") or {}).get("TotalGpuMemoryInMiB") or 0
+    # Trainium and Inferentia report their memory as Neuron (or inference) memory, not GPU memory.
+    gpu_memory = (
+        (info.get("GpuInfo") or {}).get("TotalGpuMemoryInMiB")
+        or (info.get("NeuronInfo") or {}).get("TotalNeuronDeviceMemoryInMiB")
+        or sum(n.get("Count", 0) * (n.get("MemoryInfo") or {}).get("SizeInMiB", 0) for n in neuron)
+        or (info.get("InferenceAcceleratorInfo") or {}).get("TotalInferenceMemoryInMiB")
+        or 0
+    )
     model = gpus[0].get("Name") if gpus else (neuron[0].get("Name") if neuron else None)
     return InstanceTypeInfo(
         instance_type=ml_name(info["InstanceType"]),
@@ -112,7 +119,20 @@ def instance_types(team: Team, region: str, zone: str | None = None) -> list[Ins
     for start in range(0, len(names), 100):
         described = ec2.describe_instance_types(InstanceTypes=names[start : start + 100])["InstanceTypes"]
         result.extend(_describe(info, zones_by_type[info["InstanceType"]]) for info in described)
-    return sorted(result, key=lambda t: (t.gpu_model or "", t.instance_type))
+    return sorted(result, key=lambda t: (t.gpu_model or "", *type_order(t.instance_type)))
+
+
+_SIZES = {"nano": 0.0625, "micro": 0.125, "small": 0.25, "medium": 0.5, "large": 0.75, "xlarge": 1.0, "metal": 1000.0}
+
+
+def type_order(instance_type: str) -> tuple[str, float]:
+    """(family, size) so that g5.xlarge < g5.2xlarge < g5.12xlarge (not the strings' order)."""
+    parts = instance_type.removeprefix("ml.").split(".")
+    family, size = parts[0], parts[-1] if len(parts) > 1 else ""
+    if size in _SIZES:
+        return family, _SIZES[size]
+    digits = size.removesuffix("xlarge")
+    return family, float(digits) if digits.isdigit() else 999.0
 
 
 @cloud_read()
@@ -174,3 +194,18 @@ def training_plans(team: Team, region: str) -> list[dict]:
         if not page.get("NextToken"):
             return plans
         kwargs["NextToken"] = page["NextToken"]
+
+
+@cloud_read()
+def accelerators(team: Team, region: str, instance_types: list[str]) -> dict[str, tuple[str | None, int]]:
+    """{ml type: (accelerator model, accelerators per instance)} for the given types, in one call."""
+    if not instance_types:
+        return {}
+    ec2 = team_cloud(team, region).client("ec2", region)
+    names = sorted({ec2_name(t) for t in instance_types})
+    found: dict[str, tuple[str | None, int]] = {}
+    for start in range(0, len(names), 100):
+        for info in ec2.describe_instance_types(InstanceTypes=names[start : start + 100])["InstanceTypes"]:
+            described = _describe(info, set())
+            found[described.instance_type] = (described.gpu_model, described.gpu_count)
+    return found

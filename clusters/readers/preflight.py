@@ -41,6 +41,58 @@ def _sagemaker_quotas(cloud: TeamCloud, region: str) -> dict[str, float]:
         kwargs["NextToken"] = page["NextToken"]
 
 
+TOTAL_QUOTA = "Total number of instances allowed across SageMaker HyperPod clusters"
+
+
+@dataclass
+class Usage:
+    """Instances that exist in the account's HyperPod clusters of one region (every cluster of the
+    account, not only InstantStart's): SageMaker's "for cluster usage" quotas count all of them."""
+
+    by_type: Counter
+    by_cluster: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_type.values())
+
+
+def hyperpod_usage(cloud: TeamCloud, region: str, *, exclude: str | None = None) -> Usage:
+    """What every HyperPod cluster of the account in the region runs (``exclude``: a cluster whose
+    instances the request itself describes, a create's own cluster when its preflight runs again)."""
+    sagemaker = cloud.client("sagemaker", region)
+    by_type: Counter = Counter()
+    by_cluster: dict[str, int] = {}
+    kwargs: dict = {}
+    while True:
+        page = sagemaker.list_clusters(**kwargs)
+        for summary in page.get("ClusterSummaries", []):
+            if summary["ClusterName"] == exclude:
+                continue
+            try:
+                described = sagemaker.describe_cluster(ClusterName=summary["ClusterName"])
+            except sagemaker.exceptions.ResourceNotFound:
+                continue  # deleted between the list and the describe
+            for group in described.get("InstanceGroups", []):
+                # A group being scaled up holds its target while it launches; one scaled down keeps
+                # its instances until they are gone.
+                count = max(group.get("CurrentCount", 0), group.get("TargetCount", 0))
+                by_type[group.get("InstanceType", "")] += count
+                by_cluster[summary["ClusterName"]] = by_cluster.get(summary["ClusterName"], 0) + count
+        if not page.get("NextToken"):
+            return Usage(by_type, by_cluster)
+        kwargs["NextToken"] = page["NextToken"]
+
+
+def _quota_check(name: str, quota_name: str, quota: float, used: int, needed: int) -> Check:
+    """A quota against what is already in use: "4 of 4 in use; the request needs 2 more"."""
+    ok = used + needed <= quota
+    message = f"Quota '{quota_name}': {used} of {int(quota)} in use; the request needs {needed} more."
+    if not ok:
+        message += " Request an increase in Service Quotas, or use a training plan."
+    return Check(name, ok, message)
+
+
 def preflight_new_cluster(team: Team, request: dict) -> list[Check]:
     """Checks for a new cluster (what ClusterCreateSerializer accepted), its EKS name probed too."""
     probe = Cluster(team=team, name=request["name"])  # never saved: it only names what the create would
@@ -88,6 +140,8 @@ def run_preflight(team: Team, request: dict, *, eks_name: str | None = None) -> 
 
     groups = request["instance_groups"]
     quotas = _sagemaker_quotas(cloud, region)
+    # The request's groups are additions: to a new cluster, or to ``hyperpod_cluster_name``.
+    usage = hyperpod_usage(cloud, region, exclude=request.get("new_hyperpod_cluster_name"))
     needed = Counter()
     for group in groups:
         if group["capacity_type"] != CapacityType.TRAINING_PLAN:
@@ -102,24 +156,29 @@ def run_preflight(team: Team, request: dict, *, eks_name: str | None = None) -> 
                     f"No SageMaker quota '{instance_type} for cluster usage' in {region}.",
                 )
             )
-        else:
-            ok = quota >= count
-            checks.append(
-                Check(
-                    f"quota:{instance_type}",
-                    ok,
-                    f"Quota '{instance_type} for cluster usage' is {int(quota)}; the request needs {count}."
-                    + ("" if ok else " Request an increase in Service Quotas, or use a training plan."),
-                )
+            continue
+        checks.append(
+            _quota_check(
+                f"quota:{instance_type}",
+                f"{instance_type} for cluster usage",
+                quota,
+                usage.by_type[instance_type],
+                count,
             )
-    total = sum(g["count"] for g in groups)
+        )
+    added = sum(needed.values())
+    total_quota = quotas.get(TOTAL_QUOTA)
+    if total_quota is not None and added:
+        checks.append(_quota_check("quota:total_instances", TOTAL_QUOTA, total_quota, usage.total, added))
     per_cluster = quotas.get("Maximum number of instances per cluster")
     if per_cluster is not None:
+        own = usage.by_cluster.get(request.get("hyperpod_cluster_name") or "", 0)
+        total = own + sum(g["count"] for g in groups)
         checks.append(
             Check(
                 "quota:instances_per_cluster",
                 per_cluster >= total,
-                f"At most {int(per_cluster)} instances per cluster; the request has {total}.",
+                f"At most {int(per_cluster)} instances per cluster; the cluster would have {total}.",
             )
         )
 

@@ -30,8 +30,10 @@ from .groups import (
 )
 from .storage import StorageSerializer
 
-KUBERNETES_VERSIONS = ("1.29", "1.30", "1.31", "1.32")
-DEFAULT_KUBERNETES_VERSION = "1.31"
+# The EKS versions a new cluster may run (those in standard or extended support, newest last) and the
+# default, the newest: the one list the form, REST and MCP share.
+KUBERNETES_VERSIONS = ("1.30", "1.31", "1.32", "1.33")
+DEFAULT_KUBERNETES_VERSION = "1.33"
 # What a PATCH of a cluster may carry; the rest is fixed at create (a 400 naming the field).
 ZONE_CHANGE_FIELDS = {"availability_zone"}
 

@@ -277,24 +277,15 @@ class InstanceGroupAddSerializer(InstanceGroupRequestSerializer):
             {
                 "region": cluster.region,
                 "availability_zone": attrs["availability_zone"],
-                "instance_groups": [{**attrs, "count": attrs["count"] + _same_type_count(cluster, attrs)}],
+                # What the account's HyperPod clusters run (this one included) is read as usage.
+                "hyperpod_cluster_name": cluster.hyperpod_cluster_name,
+                "instance_groups": [attrs],
             },
         )
         if refused:
             return {"count": refused}
         attrs["notes"] = notes
         return errors
-
-
-def _same_type_count(cluster: Cluster, attrs: dict) -> int:
-    """Instances of the same type (outside training plans) the cluster already has: they share the quota."""
-    if attrs["capacity_type"] == CapacityType.TRAINING_PLAN:
-        return 0
-    return sum(
-        cluster.instance_groups.filter(instance_type=attrs["instance_type"])
-        .exclude(capacity_type=CapacityType.TRAINING_PLAN)
-        .values_list("count", flat=True)
-    )
 
 
 class InstanceGroupUpdateSerializer(InputSerializer):
@@ -320,15 +311,13 @@ class InstanceGroupUpdateSerializer(InputSerializer):
         if attrs.get("min_count", group.min_count) > count:
             raise serializers.ValidationError({"min_count": ["At most count."]})
         if "count" in attrs and attrs["count"] > group.count:
-            cluster = group.cluster
-            same_type = _same_type_count(
-                cluster, {"instance_type": group.instance_type, "capacity_type": group.capacity_type}
-            )
+            cluster, actual = group.cluster, group.count
             refused = quota_refusals(
                 cluster.team,
                 {
                     "region": cluster.region,
                     "availability_zone": group.availability_zone,
+                    "hyperpod_cluster_name": cluster.hyperpod_cluster_name,
                     "instance_groups": [
                         {
                             "name": group.name,
@@ -336,7 +325,7 @@ class InstanceGroupUpdateSerializer(InputSerializer):
                             "capacity_type": group.capacity_type,
                             "training_plan_arn": group.training_plan_arn,
                             "availability_zone": group.availability_zone,
-                            "count": attrs["count"] + same_type - group.count,
+                            "count": attrs["count"] - actual,  # the instances the scale adds
                         }
                     ],
                 },

@@ -13,6 +13,7 @@ from ..models import InstanceGroup
 from .base import cloud_of
 from .hyperpod import capacity_hint, instance_group_request
 from .network import ensure_compute_subnet
+from .verify import refresh_node_summary
 
 POLL_SECONDS = 20
 
@@ -55,7 +56,7 @@ def _submit_and_poll(ctx: StepContext, *, request: dict | None, delete: bool = F
     actual = _actual(described, group.name)
     if delete:
         if actual is None and described["ClusterStatus"] == "InService":
-            return Done(f"group {group.name} deleted")
+            return _nodes_settled(ctx, cluster, group.name, 0, f"group {group.name} deleted")
         return Wait(POLL_SECONDS, f"group {group.name} deleting")
     if actual is None:
         return Wait(POLL_SECONDS, f"group {group.name} not visible yet")
@@ -75,7 +76,28 @@ def _submit_and_poll(ctx: StepContext, *, request: dict | None, delete: bool = F
         )
     if expect_count is not None and actual.get("CurrentCount", 0) != expect_count:
         return Wait(POLL_SECONDS, f"group {group.name} at {actual.get('CurrentCount', 0)}/{expect_count}")
-    return Done(f"group {group.name} InService with {actual.get('CurrentCount', 0)} instances")
+    return _nodes_settled(
+        ctx,
+        cluster,
+        group.name,
+        actual.get("CurrentCount", 0),
+        f"group {group.name} InService with {actual.get('CurrentCount', 0)} instances",
+    )
+
+
+NODE_POLLS = 15  # ~5 minutes for Kubernetes to show the nodes HyperPod reports
+
+
+def _nodes_settled(ctx: StepContext, cluster, group_name: str, expected: int, message: str):
+    """HyperPod is done: wait (a while) until Kubernetes shows the group's nodes, and record the
+    cluster's node counts either way, so every page and the REST ``nodes`` say what kubectl says."""
+    summary = refresh_node_summary(cluster)
+    registered = (summary.get("by_group") or {}).get(group_name, 0)
+    polls = ctx.phase.state.get("node_polls", 0) + 1
+    if registered != expected and polls < NODE_POLLS:
+        ctx.record(node_polls=polls)
+        return Wait(POLL_SECONDS, f"{message}; {registered} of {expected} nodes in Kubernetes")
+    return Done(f"{message}; {registered} nodes in Kubernetes, {summary['total']} in the cluster")
 
 
 def add(ctx: StepContext):

@@ -8,6 +8,7 @@ from instantstart.operations.results import Done, Fail, Wait
 
 from ..readers.nodes import find_node, group_settled
 from .base import cloud_of, cluster_of
+from .verify import refresh_node_summary
 
 POLL_SECONDS = 15
 _CALLS = {
@@ -36,6 +37,13 @@ def submit(ctx: StepContext):
 
 
 def wait(ctx: StepContext):
+    result = _wait(ctx)
+    if isinstance(result, Done):
+        refresh_node_summary(cluster_of(ctx))  # the cluster's counts follow what the action changed
+    return result
+
+
+def _wait(ctx: StepContext):
     cluster = cluster_of(ctx)
     action, instance_id = ctx.params["action"], ctx.params["instance_id"]
     sagemaker = cloud_of(cluster).client("sagemaker")

@@ -8,11 +8,13 @@ from instantstart.operations.results import Done, Fail
 from ..readers.preflight import run_preflight
 from .base import cluster_of
 from .eks import eks_name
+from .hyperpod import hyperpod_name
 
 
 def request_of(cluster) -> dict:
     return {
         "cluster_id": str(cluster.pk),
+        "new_hyperpod_cluster_name": hyperpod_name(cluster),
         "region": cluster.region,
         "availability_zone": cluster.availability_zone,
         "instance_groups": [

@@ -16,6 +16,7 @@ from .eks import eks_name
 from .hyperpod import hyperpod_name
 from .identity import lifecycle_bucket, role_names
 from .storage import shared_bucket
+from .verify import NO_NODES
 
 POLL_SECONDS = 20
 
@@ -81,6 +82,7 @@ def hyperpod(ctx: StepContext):
     try:
         described = sagemaker.describe_cluster(ClusterName=name)
     except sagemaker.exceptions.ResourceNotFound:
+        Cluster.objects.filter(pk=cluster.pk).update(node_summary=NO_NODES)  # no instances left to count
         return Done(f"HyperPod cluster {name} is gone")
     if described["ClusterStatus"] != "Deleting":
         sagemaker.delete_cluster(ClusterName=name)

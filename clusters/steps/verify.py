@@ -13,11 +13,22 @@ POLL_SECONDS = 20
 MAX_POLLS = 45  # ~15 minutes for nodes to join after HyperPod says InService
 
 
+# What a cluster with no nodes shows (a deleted one): none registered, none ready.
+NO_NODES = {"total": 0, "ready": 0, "by_health": {}, "by_group": {}}
+
+
+def refresh_node_summary(cluster: Cluster) -> dict:
+    """Read the cluster's nodes from Kubernetes and record them: every group and node operation ends
+    with this, so the header, lists and REST ``nodes`` say what kubectl says."""
+    summary = node_summary(cluster)
+    Cluster.objects.filter(pk=cluster.pk).update(node_summary=summary)
+    return summary
+
+
 def run(ctx: StepContext):
     cluster = cluster_of(ctx)
     expected = sum(cluster.instance_groups.values_list("count", flat=True))
-    summary = node_summary(cluster)
-    Cluster.objects.filter(pk=cluster.pk).update(node_summary=summary)
+    summary = refresh_node_summary(cluster)
     polls = ctx.phase.state.get("polls", 0) + 1
     ctx.record(polls=polls, summary=summary)
     if summary["total"] >= expected and summary["ready"] >= expected:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 
 from django.contrib import messages
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -21,7 +21,7 @@ from instantstart.tenancy.serializers import known_regions
 
 from ..models import CapacityType, Cluster, DeepHealthCheck, StorageChoice
 from ..readers.preflight import preflight_new_cluster
-from ..selectors import active_cluster, get_cluster, last_operations
+from ..selectors import active_cluster, cluster_operations, get_cluster, last_operation, last_operations
 from ..serializers import (
     DEFAULT_KUBERNETES_VERSION,
     KUBERNETES_VERSIONS,
@@ -31,7 +31,7 @@ from ..serializers import (
 from ..serializers.queries import ClusterDeleteQuerySerializer
 from ..services import change_zone, create_cluster, delete_cluster, set_active_cluster
 from .common import catalog_context, form_values, query_of
-from .tabs import BUSY, TABS, cluster_page, detail_context, tab_context
+from .tabs import BUSY, TABS, cluster_page, detail_context, operation_context, status_context, tab_context
 
 # The fields of the create form. One instance group is enough here; REST takes several.
 CLUSTER_FIELDS = ("name", "region", "availability_zone", "kubernetes_version", "storage")
@@ -240,7 +240,34 @@ def cluster_detail(request, cluster_id):
         return response
     if wants_partial(request) and part == "tab":
         return render(request, "clusters/_tab.html", tab_context(request, cluster, tab))
+    if wants_partial(request) and part == "operation":
+        return _operation_part(request, cluster)
     return render(request, "clusters/detail.html", detail_context(request, cluster, tab))
+
+
+def _operation_part(request, cluster: Cluster) -> HttpResponse:
+    """The operation slot, polled while its operation runs. The last poll (the operation ended) also
+    swaps the parts that depend on the cluster's status (header actions, summary, stale messages) and
+    tells the open tab to reload: nothing on the page still says "creating" after Active."""
+    operation = _focused_or_latest(request, cluster)
+    context = {
+        "cluster": cluster,
+        **operation_context(request, cluster, operation, latest=request.GET.get("latest") == "1"),
+        **status_context(request, cluster),
+    }
+    context["settled"] = operation is None or operation.is_terminal
+    response = render(request, "clusters/_operation_part.html", context)
+    if context["settled"]:
+        response["HX-Trigger"] = "cluster-settled"
+    return response
+
+
+def _focused_or_latest(request, cluster: Cluster):
+    try:
+        focused = cluster_operations(cluster).filter(pk=uuid.UUID(request.GET.get("operation", ""))).first()
+    except ValueError:
+        focused = None
+    return focused or last_operation(cluster)
 
 
 @team_required(role=Role.ADMIN)

@@ -8,7 +8,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from instantstart.operations.models import Operation
+from instantstart.operations.models import Operation, OperationStatus
 from instantstart.portal.errors import page_errors
 from instantstart.portal.panels import panel_context
 from instantstart.tenancy.roles import Role
@@ -27,9 +27,8 @@ from ..readers import catalog
 from ..readers.nodes import list_nodes, workload_names
 from ..selectors import (
     active_cluster,
-    group_operation_of,
+    cluster_operations,
     last_operation,
-    operations_of,
     running_group_operations,
 )
 from ..serializers.queries import NodeQuerySerializer
@@ -70,23 +69,136 @@ def cluster_page(request, cluster: Cluster, tab: str, *, status: int = 200, **gr
 
 def detail_context(request, cluster: Cluster, tab: str, **group_form) -> dict:
     """Everything the cluster page shows; the focused operation (?operation=) replaces the latest one."""
-    operation = _focused_operation(request, cluster) or last_operation(cluster)
-    access = request.access
-    is_admin = access.can(Role.ADMIN)
-    active = active_cluster(access)
-    context = {
+    focused = _focused_operation(request, cluster)
+    operation = focused or last_operation(cluster)
+    return {
         **tab_context(request, cluster, tab, **group_form),
-        **(panel_context(request, operation) if operation else {}),
+        **operation_context(request, cluster, operation, latest=focused is None),
+        **status_context(request, cluster),
         "section": "clusters",
-        "operation": operation,
+    }
+
+
+def status_context(request, cluster: Cluster) -> dict:
+    """What the parts of the page that depend on the cluster's status need (header actions, summary)."""
+    active = active_cluster(request.access)
+    return {
         "busy": cluster.status in BUSY,
         "is_active": active is not None and active.pk == cluster.pk,
-        "can_manage": is_admin and cluster.status != ClusterStatus.DELETED,
-        "zone_form": None,
+        "can_manage": request.access.can(Role.ADMIN) and cluster.status != ClusterStatus.DELETED,
     }
-    if is_admin and cluster.status == ClusterStatus.FAILED:
-        context["zone_form"] = _zone_form_context(cluster)
-    return context
+
+
+def operation_context(request, cluster: Cluster, operation: Operation | None, *, latest: bool = True) -> dict:
+    """The cluster page's operation slot: the panel (polled through the cluster page, so that its last
+    poll also refreshes the status-dependent parts) and what the user can do about a failure."""
+    if operation is None:
+        return {"operation": None}
+    return {
+        **panel_context(request, operation),
+        "section": "clusters",
+        "operation": operation,
+        "latest": latest,
+        "next_url": reverse("portal:cluster", args=[cluster.pk]),
+        "expected": expected_duration(cluster, operation),
+        "recovery": recovery_context(request, cluster, operation),
+    }
+
+
+# How long these take on AWS (what users plan by); the sandbox divides it by SANDBOX_SPEEDUP.
+TYPICAL_MINUTES = {
+    "cluster.create": (25, 40, "the EKS control plane takes ~10 minutes, HyperPod's instances 10–25 more"),
+    "cluster.delete": (15, 25, "HyperPod, then EKS, then the network"),
+    "instance_group.add": (10, 25, "instances launch and run their lifecycle scripts"),
+    "instance_group.scale": (10, 25, "new instances launch and join"),
+}
+
+
+def expected_duration(cluster: Cluster, operation: Operation) -> str:
+    """ "Usually 25–40 minutes on AWS" for a long operation still running (and what that is in the sandbox)."""
+    from django.conf import settings
+
+    typical = TYPICAL_MINUTES.get(operation.kind)
+    if typical is None or operation.is_terminal:
+        return ""
+    low, high, why = typical
+    text = f"Usually {low}–{high} minutes on AWS ({why})."
+    if cluster.team.cloud == "sandbox":
+        speedup = settings.SANDBOX_SPEEDUP
+        text += (
+            f" The sandbox runs real durations {speedup:g}× faster (SANDBOX_SPEEDUP), so here about "
+            f"{max(low * 60 / speedup, 1):.0f}–{max(high * 60 / speedup, 1):.0f} seconds."
+        )
+    return text
+
+
+def recovery_context(request, cluster: Cluster, operation: Operation) -> dict:
+    """The ways out of a failed operation, in the portal's words and as forms or links: the zone form
+    of a failed create, deleting a group that did not come up, where to change storage. Retry is the
+    panel's own button."""
+    if operation.status != OperationStatus.FAILED or not request.access.can(Role.ADMIN):
+        return {}
+    message = (operation.error_message or "").lower()
+    capacity = "capacity" in message
+    items: list[dict] = []
+    why = operation.error_hint if "PATCH" not in operation.error_hint else ""
+    if capacity:
+        why = (
+            "Not enough capacity for this instance type in the zone right now. Move the instance groups to another "
+            "zone or use a training plan, then retry; finished phases are not redone."
+        )
+    if "quota" in message:
+        items.append(
+            {
+                "kind": "quota",
+                "label": "Request a quota increase",
+                "text": "in the AWS console's Service Quotas (SageMaker, '… for cluster usage'), or free instances "
+                "in another cluster; then retry.",
+            }
+        )
+    if operation.kind == "cluster.create" and cluster.status == ClusterStatus.FAILED:
+        items.insert(0, {"kind": "zone", "form": _zone_form_context(cluster)})
+        items.append(
+            {
+                "kind": "delete",
+                "label": "Delete the cluster",
+                "text": "removes what the create made so far.",
+                "url": reverse("portal:cluster_delete", args=[cluster.pk]),
+                "danger": True,
+            }
+        )
+    elif operation.kind in ("instance_group.add", "instance_group.scale"):
+        group = cluster.instance_groups.filter(pk=operation.target_id).first()
+        if group is not None:
+            if operation.kind == "instance_group.add":
+                items.append(
+                    {
+                        "kind": "group-delete",
+                        "label": f"Delete the group {group.name}",
+                        "text": "then add it again in another zone or with a training plan.",
+                        "url": reverse("portal:cluster_group_delete", args=[cluster.pk, group.name]),
+                        "danger": True,
+                    }
+                )
+            else:
+                items.append(
+                    {
+                        "kind": "groups",
+                        "label": "Scale to another count",
+                        "text": f"the groups tab shows what {group.name} runs now.",
+                        "url": reverse("portal:cluster", args=[cluster.pk]) + "?tab=groups",
+                    }
+                )
+    elif operation.kind.startswith("storage."):
+        items.append(
+            {
+                "kind": "storage",
+                "label": "Open the storage tab",
+                "text": "detach what did not mount, or attach it again.",
+                "url": reverse("portal:cluster", args=[cluster.pk]) + "?tab=storage",
+            }
+        )
+    return {"items": items, "why": why} if items or why else {}
 
 
 def tab_context(request, cluster: Cluster, tab: str, **group_form) -> dict:
@@ -99,6 +211,7 @@ def tab_context(request, cluster: Cluster, tab: str, **group_form) -> dict:
     elif tab == "overview":
         by_group = (cluster.node_summary or {}).get("by_group") or {}
         context["groups"] = [(group, by_group.get(group.name)) for group in cluster.instance_groups.all()]
+        context["connect"] = connect_context(cluster)
     elif tab == "network":
         context["subnet_rows"] = _network_rows(cluster)
         context["compute_subnets"] = (
@@ -106,8 +219,11 @@ def tab_context(request, cluster: Cluster, tab: str, **group_form) -> dict:
         )
     elif tab == "storage":
         context["storages"] = Storage.objects.visible_to(request.access).filter(cluster=cluster)
+        context["can_mutate"] = request.access.can(Role.ADMIN) and cluster.status == ClusterStatus.ACTIVE
+        context["storage_values"] = group_form.get("storage_values") or {"kind": "s3"}
+        context["errors"] = group_form.get("storage_errors") or {}
     elif tab == "operations":
-        context["operations"] = operations_of(cluster).select_related("requested_by").order_by("-created_at")
+        context["operations"] = cluster_operations(cluster).select_related("requested_by").order_by("-created_at")
     return context
 
 
@@ -117,12 +233,7 @@ def _focused_operation(request, cluster: Cluster) -> Operation | None:
         op_id = uuid.UUID(request.GET.get("operation", ""))
     except ValueError:
         return None
-    operation = Operation.objects.visible_to(request.access).filter(pk=op_id).first()
-    if operation is None:
-        return None
-    if operation.target_id == str(cluster.pk) or group_operation_of(cluster, operation):
-        return operation
-    return None
+    return cluster_operations(cluster).filter(pk=op_id).first()
 
 
 def _zone_form_context(cluster: Cluster) -> dict:
@@ -138,6 +249,46 @@ def _network_rows(cluster: Cluster) -> list[tuple[str, str, str]]:
     subnets = (cluster.network or {}).get("subnets") or {}
     cidrs = base_subnets(cluster.network.get("vpc_cidr") or cluster.vpc_cidr) if subnets else {}
     return [(role, subnet_id, cidrs.get(role, "")) for role, subnet_id in sorted(subnets.items())]
+
+
+# --- the overview's Connect box ----------------------------------------------------------------
+
+
+def connect_context(cluster: Cluster) -> dict | None:
+    """How to use the cluster: kubectl, the kubeconfig, the shared claim in a pod (once it has an endpoint)."""
+    if not cluster.eks_endpoint or cluster.status == ClusterStatus.DELETED:
+        return None
+    claim = next((s for s in cluster.storages.all() if s.name == "shared" and s.claim_name), None)
+    return {
+        "kubectl": f"kubectl --server {cluster.eks_endpoint} get nodes -o wide",
+        "kubeconfig_url": reverse("portal:cluster_kubeconfig", args=[cluster.pk]),
+        "kubeconfig_name": f"{cluster.name}.kubeconfig",
+        "update_kubeconfig": f"aws eks update-kubeconfig --region {cluster.region} --name {cluster.eks_cluster_name}",
+        "claim": claim,
+        "pod_yaml": shared_claim_pod(claim) if claim else "",
+    }
+
+
+def shared_claim_pod(claim: Storage) -> str:
+    """A pod that mounts the cluster's shared claim at /shared (what a job's pod spec needs)."""
+    return (
+        "apiVersion: v1\n"
+        "kind: Pod\n"
+        "metadata:\n"
+        f"  name: shared-check\n  namespace: {claim.namespace}\n"
+        "spec:\n"
+        "  containers:\n"
+        "    - name: main\n"
+        "      image: public.ecr.aws/docker/library/busybox:stable\n"
+        '      command: ["sh", "-c", "ls /shared && sleep 3600"]\n'
+        "      volumeMounts:\n"
+        "        - name: shared\n"
+        "          mountPath: /shared\n"
+        "  volumes:\n"
+        "    - name: shared\n"
+        "      persistentVolumeClaim:\n"
+        f"        claimName: {claim.claim_name}\n"
+    )
 
 
 # --- the instance groups tab --------------------------------------------------------------------

@@ -10,6 +10,8 @@ from agent_tools.api import ApprovalViewSet
 from instantstart.operations.api import AuditEventViewSet, OperationViewSet
 from instantstart.tenancy.api import ApiTokenViewSet, MembershipViewSet, TeamSettingsViewSet, WhoAmIView
 
+from .root import ApiRootView
+
 app_name = "api"
 
 router = DefaultRouter(trailing_slash=True)
@@ -23,6 +25,7 @@ router.register("approvals", ApprovalViewSet, basename="approval")
 team_settings = TeamSettingsViewSet.as_view({"get": "retrieve", "patch": "partial_update"})
 
 urlpatterns = [
+    path("", ApiRootView.as_view(), name="root"),
     path("whoami/", WhoAmIView.as_view(), name="whoami"),
     path("team/", team_settings, name="team"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),

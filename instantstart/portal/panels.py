@@ -23,6 +23,49 @@ def may_act_on(access: Access, operation: Operation) -> bool:
     return kind is not None and access.can(kind.role)
 
 
+# Parameters that only route an operation (not what the user asked for).
+_HIDDEN_PARAMS = {"cluster_id", "from_count"}
+
+
+def parameter_rows(operation: Operation) -> list[tuple[str, str]]:
+    """What the operation was asked to do, for people: ("count", "2 → 3"), ("instance_id", "i-…")."""
+    params = operation.params or {}
+    rows = []
+    for key, value in params.items():
+        if key in _HIDDEN_PARAMS:
+            continue
+        if key == "count" and "from_count" in params:
+            value = f"{params['from_count']} → {value}"
+        elif isinstance(value, (dict, list)):
+            value = (
+                ", ".join(f"{k}={v}" for k, v in value.items())
+                if isinstance(value, dict)
+                else ", ".join(map(str, value))
+            )
+        rows.append((key.replace("_", " "), str(value)))
+    return rows
+
+
+def target_link(operation: Operation) -> str:
+    """The portal page of the operation's target ("" when it has none or no page)."""
+    from django.urls import NoReverseMatch, reverse
+
+    model = operation.target_type.model_class() if operation.target_type else None
+    cluster_id = (operation.params or {}).get("cluster_id")
+    try:
+        if model is not None and model._meta.label == "clusters.Cluster":
+            return reverse("portal:cluster", args=[operation.target_id])
+        if cluster_id and model is not None:
+            tab = {"clusters.InstanceGroup": "groups", "clusters.Storage": "storage"}.get(model._meta.label, "overview")
+            return reverse("portal:cluster", args=[cluster_id]) + f"?tab={tab}"
+        if model is not None and hasattr(model, "get_absolute_url"):
+            target = model.objects.filter(pk=operation.target_id).first()
+            return target.get_absolute_url() if target is not None else ""
+    except (NoReverseMatch, ValueError):
+        return ""
+    return ""
+
+
 def panel_context(request: HttpRequest, operation: Operation) -> dict:
     """What templates/operations/_panel.html needs: phases with titles, and which buttons to show."""
     kind = kind_or_none(operation.kind)
@@ -35,4 +78,6 @@ def panel_context(request: HttpRequest, operation: Operation) -> dict:
         "phases": [(phase, steps.get(phase.name, phase.name)) for phase in operation.phases.order_by("index")],
         "show_retry": may_act and operation.can_retry,
         "show_cancel": may_act and operation.can_cancel and not operation.cancel_requested,
+        "parameters": parameter_rows(operation),
+        "target_url": target_link(operation),
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from decimal import Decimal
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -15,12 +16,14 @@ from django.urls import Resolver404, resolve
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from clusters.models import Cluster
+from clusters.readers import catalog
+from clusters.selectors import fleet
 from inference.models import Endpoint
 from instantstart.operations.models import ACTIVE, AuditEvent, Operation, OperationStatus
 from instantstart.operations.registry import all_kinds
 from instantstart.operations.serializers import OperationFilterSerializer
 from instantstart.operations.services import cancel_operation, retry_operation
+from instantstart.pricing import PRICE_SOURCE
 from instantstart.tenancy.models import ApiToken, Cloud, Membership, Team
 from instantstart.tenancy.roles import Role
 from instantstart.tenancy.serializers import (
@@ -45,6 +48,7 @@ from .panels import kind_or_none, may_act_on, panel_context
 from .partials import render_page_or_partial
 
 OPERATIONS_PER_PAGE = 25
+INTERNAL_KIND_PREFIXES = ("engine.",)
 AUDIT_PER_PAGE = 50
 # The raw secret of a token just created waits here for the one page render that shows it.
 NEW_TOKEN_SESSION_KEY = "instantstart.portal.new_token"
@@ -103,16 +107,55 @@ def dashboard(request):
         failed=Count("pk", filter=Q(status=OperationStatus.FAILED)),
         succeeded=Count("pk", filter=Q(status=OperationStatus.SUCCEEDED)),
     )
+    rows = fleet(access)
     context = {
         "section": "dashboard",
         "counts": counts,
         "members": Membership.objects.visible_to(access).count(),
         "tokens": ApiToken.objects.visible_to(access).active().count(),
-        "clusters": Cluster.objects.visible_to(access).count(),
+        "clusters": len(rows),
+        "fleet": rows,
+        "accelerators": _accelerators_in_use(access, rows),
+        "health": _nodes_by_health(rows),
+        "total_cost": sum((row["cost"] for row in rows if row["cost"] is not None), Decimal(0)),
+        "price_source": PRICE_SOURCE,
+        "running": operations.filter(status__in=ACTIVE).select_related("requested_by")[:10],
+        "failures": operations.filter(status=OperationStatus.FAILED).select_related("requested_by")[:5],
         "endpoints": Endpoint.objects.visible_to(access).count(),
         "recent": operations.select_related("requested_by")[:10],
     }
     return render(request, "portal/dashboard.html", context)
+
+
+def _nodes_by_health(rows: list[dict]) -> list[tuple[str, int]]:
+    totals: dict[str, int] = {}
+    for row in rows:
+        for health, count in row["by_health"].items():
+            totals[health] = totals.get(health, 0) + count
+    return sorted(totals.items(), key=lambda item: (item[0] != "Schedulable", item[0]))
+
+
+def _accelerators_in_use(access, rows: list[dict]) -> dict:
+    """GPUs (and Trainium/Inferentia devices) in use across the clusters, by accelerator model."""
+    by_region: dict[str, dict[str, int]] = {}
+    for row in rows:
+        for instance_type, count in row["instances"].items():
+            region = by_region.setdefault(row["cluster"].region, {})
+            region[instance_type] = region.get(instance_type, 0) + count
+    models: dict[str, dict] = {}
+    with page_errors() as failed:
+        for region, instances in by_region.items():
+            facts = catalog.accelerators(access.team, region, list(instances))
+            for instance_type, count in instances.items():
+                model, per_instance = facts.get(instance_type, (None, 0))
+                if not per_instance:
+                    continue  # CPU instances have no accelerator to count
+                entry = models.setdefault(
+                    model or instance_type, {"model": model or instance_type, "count": 0, "types": {}}
+                )
+                entry["count"] += per_instance * count
+                entry["types"][instance_type] = entry["types"].get(instance_type, 0) + count
+    return {"models": sorted(models.values(), key=lambda m: -m["count"]), "error": failed.text}
 
 
 @team_required
@@ -139,7 +182,11 @@ def operation_list(request):
         lookups = {"target": "target_id"}
         queryset = queryset.filter(**{lookups.get(key, key): value for key, value in filters.validated_data.items()})
     team_kinds = set(Operation.objects.visible_to(request.access).values_list("kind", flat=True).distinct())
-    kinds = sorted(team_kinds | {kind.name for kind in all_kinds()})
+    # The engine's own kinds (engine.selftest) are internal: not offered (a link may still filter by one).
+    offered = team_kinds | {kind.name for kind in all_kinds()}
+    kinds = sorted(
+        name for name in offered if not name.startswith(INTERNAL_KIND_PREFIXES) or name == filters_in.get("kind")
+    )
     context = {
         "section": "operations",
         "page": Paginator(queryset, OPERATIONS_PER_PAGE).get_page(request.GET.get("page")),
@@ -171,6 +218,10 @@ def _operation_action(request, op_id, service, done_message: str):
         service(access=request.access, operation=operation)
     if not refused:
         messages.success(request, done_message)
+    # A retry from the cluster page stays there (its panel follows the operation again).
+    back = request.POST.get("next", "")
+    if back and url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+        return redirect(f"{back}?operation={operation.pk}" if "?" not in back else back)
     return redirect("portal:operation", op_id=operation.pk)
 
 
@@ -209,6 +260,28 @@ def _settings_values(team) -> dict:
     return {field: getattr(team, field) for field in SETTINGS_FIELDS if field != "aws_external_id"}
 
 
+# What each role may do, as the team page (and the README's "Roles") explain it. Each role can do
+# everything the roles above it in this list can; REST, MCP and the portal check the same roles.
+ROLE_RIGHTS = [
+    (
+        Role.VIEWER,
+        "Reads everything of the team: clusters, instance groups, nodes and their diagnosis, storage, jobs, "
+        "endpoints, operations and the audit log. Changes nothing.",
+    ),
+    (
+        Role.MEMBER,
+        "Also runs workloads: submits and stops jobs, creates, scales and deletes endpoints, and retries or "
+        "cancels their operations. Uses clusters, does not change them.",
+    ),
+    (
+        Role.ADMIN,
+        "Also changes the infrastructure and the team: creates, imports, changes and deletes clusters, instance "
+        "groups, nodes (reboot, replace, delete) and storage; edits the team's settings; adds and removes members, "
+        "changes roles; creates and revokes API tokens.",
+    ),
+]
+
+
 def _render_team(request, *, status: int = 200, settings_form=None, member_form=None, token_form=None):
     access = request.access
     team = access.team
@@ -220,6 +293,7 @@ def _render_team(request, *, status: int = 200, settings_form=None, member_form=
         "clouds": Cloud.choices,
         "regions": known_regions(),
         "roles": Role.choices,
+        "role_rights": [(role.label, text) for role, text in ROLE_RIGHTS],
         "settings_form": settings_form or {"values": _settings_values(team), "errors": {}},
         "member_form": member_form or {"values": {"role": Role.MEMBER}, "errors": {}},
         "token_form": token_form or {"values": {"role": Role.MEMBER}, "errors": {}},

@@ -43,9 +43,15 @@ class Supervisor:
         log_path = self.var_dir / "worker.log"
         output = open(log_path, "a") if log_to_file else None  # noqa: SIM115 - owned by the child for its whole life
         # Pool and concurrency from CELERY_WORKER_POOL / CELERY_WORKER_CONCURRENCY (on SQLite: 4 threads).
+        env = {**os.environ}
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            # A standalone run as root (a container, a dev VM) is the user's choice; Celery's warning
+            # about it on every start says nothing they can act on here.
+            quiet = "ignore:You're running the worker with superuser privileges"
+            env["PYTHONWARNINGS"] = ",".join(filter(None, [env.get("PYTHONWARNINGS", ""), quiet]))
         self.worker = subprocess.Popen(
             worker_argv(hostname=hostname),
-            env={**os.environ},
+            env=env,
             stdout=output,
             stderr=subprocess.STDOUT if output else None,
         )

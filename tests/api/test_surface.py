@@ -63,13 +63,13 @@ def test_healthz_reports_database_broker_and_worker(start_worker):
 
 
 def test_create_token_command_creates_what_is_missing_and_prints_only_the_token(db, capsys):
-    call_command("create_token", "--team", "newteam", "--user", "dana", "--role", "member")
+    call_command("create_token", "--team", "newteam", "--user", "dana", "--role", "member", "--create")
     out = capsys.readouterr().out.strip()
     assert out.startswith("ist_") and "\n" not in out
     assert Membership.objects.get(team__slug="newteam", user__username="dana").role == "member"
     body = client_with(out).get("/api/v1/whoami/").json()
     assert body == {**body, "team": "newteam", "username": "dana", "role": "member"}
-    call_command("create_token", "--team", "newteam", "--user", "dana", "--role", "viewer")
+    call_command("create_token", "--team", "newteam", "--user", "dana", "--role", "viewer", "--create")
     assert Team.objects.filter(slug="newteam").count() == 1
     assert ApiToken.objects.filter(user__username="dana").count() == 2
     assert Membership.objects.get(user__username="dana").role == "member"  # not demoted

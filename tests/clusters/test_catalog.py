@@ -31,6 +31,18 @@ def test_instance_types_with_gpu_and_efa_facts(viewer_api):
     assert all(not t.startswith("ml.m5") for t in types)  # accelerators only
 
 
+def test_instance_types_grouped_by_accelerator_and_sorted_by_size_with_neuron_memory(viewer_api):
+    body = viewer_api.get("/api/v1/catalog/instance-types/?region=us-west-2&availability_zone=us-west-2b").json()
+    names = [t["instance_type"] for t in body["results"]]
+    g5 = [n for n in names if n.startswith("ml.g5.")]
+    assert g5 == sorted(g5, key=lambda n: float(n.split(".")[2].removesuffix("xlarge") or 1))
+    assert g5.index("ml.g5.xlarge") < g5.index("ml.g5.2xlarge") < g5.index("ml.g5.12xlarge")
+    models = [t["gpu_model"] for t in body["results"]]
+    assert models == sorted(models, key=lambda m: m or "")  # grouped by accelerator
+    trainium = [t for t in body["results"] if t["instance_type"].startswith("ml.trn")]
+    assert trainium and all(t["gpu_memory_gib"] > 0 for t in trainium), trainium
+
+
 def test_preflight_reports_checks_and_creates_nothing(admin_api):
     body = {
         "name": "preflight",

@@ -320,11 +320,14 @@ class TestClusterPage:
             status=OperationStatus.FAILED,
             error_code="InsufficientCapacity",
             error_message="No capacity",
-            error_hint="Choose another availability zone and retry.",
+            error_hint="Not enough capacity. Move the instance groups to another zone (PATCH the cluster's "
+            "availability_zone) or use a training plan, then retry.",
         )
         url = reverse("portal:cluster", args=[cluster.pk])
         page = admin_client.get(url).content.decode()
-        assert "Try another availability zone" in page and "Hint: Choose another availability zone" in page
+        # The portal says it in its own words, next to the form that does it (the API's words stay in REST).
+        assert "Try another availability zone" in page and "Not enough capacity for this instance type" in page
+        assert "PATCH" not in page
         assert options(page, "availability_zone") == ["us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"]
         assert "Retry from where it stopped" in page
         zone = reverse("portal:cluster_change_zone", args=[cluster.pk])
@@ -395,3 +398,48 @@ class TestOtherTeams:
         client = logged_in(user)
         html = client.get(reverse("portal:clusters")).content.decode()
         assert ("acme-one" in html) != ("globex-one" in html)  # one team at a time
+
+
+class TestOperationsOfTheCluster:
+    def test_operations_tab_and_latest_include_group_node_and_storage_operations(self, admin_client, team):
+        cluster = make_cluster(team)
+        group = cluster.instance_groups.get()
+        create = give_operation(cluster, status=OperationStatus.SUCCEEDED)
+        node = OperationFactory(
+            team=team, target=cluster, kind="node.reboot", status=OperationStatus.SUCCEEDED,
+            params={"action": "reboot", "instance_id": "i-0abc", "instance_group": "workers"},
+        )  # fmt: skip
+        gone = OperationFactory(
+            team=team,
+            kind="instance_group.delete",
+            status=OperationStatus.SUCCEEDED,
+            params={"cluster_id": str(cluster.pk)},
+        )  # fmt: skip  (the deleted group's row is gone: found by params.cluster_id)
+        scale = OperationFactory(
+            team=team, target=group, kind="instance_group.scale", status=OperationStatus.SUCCEEDED,
+            params={"count": 3, "from_count": 2, "cluster_id": str(cluster.pk)},
+        )  # fmt: skip
+        other = make_cluster(team, "other")
+        elsewhere = give_operation(other, status=OperationStatus.SUCCEEDED)
+
+        tab = admin_client.get(reverse("portal:cluster", args=[cluster.pk]) + "?tab=operations").content.decode()
+        for operation in (create, node, gone, scale):
+            assert reverse("portal:operation", args=[operation.pk]) in tab
+        assert reverse("portal:operation", args=[elsewhere.pk]) not in tab
+        page = admin_client.get(reverse("portal:cluster", args=[cluster.pk])).content.decode()
+        caption = re.search(r'<p class="panel-caption">(.*?)</p>', page, re.S).group(1)
+        assert "Latest operation" in caption and reverse("portal:operation", args=[scale.pk]) in caption
+
+        # The operation page links its target and says what was asked.
+        detail = admin_client.get(reverse("portal:operation", args=[scale.pk])).content.decode()
+        assert f'href="{reverse("portal:cluster", args=[cluster.pk])}?tab=groups"' in detail
+        assert re.search(r"<dt>Count</dt><dd[^>]*>2 → 3</dd>", detail)
+        assert "<dt>Cluster id</dt>" not in detail and "<dt>From count</dt>" not in detail
+        detail = admin_client.get(reverse("portal:operation", args=[node.pk])).content.decode()
+        assert f'href="{reverse("portal:cluster", args=[cluster.pk])}"' in detail and "i-0abc" in detail
+
+    def test_a_running_create_says_how_long_it_takes_on_aws_and_here(self, admin_client, team):
+        cluster = make_cluster(team, status=ClusterStatus.CREATING)
+        give_operation(cluster)  # running
+        page = admin_client.get(reverse("portal:cluster", args=[cluster.pk])).content.decode()
+        assert "Usually 25–40 minutes on AWS" in page and "SANDBOX_SPEEDUP" in page

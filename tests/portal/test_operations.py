@@ -162,3 +162,11 @@ def test_pending_operation_elapsed_is_a_dash(viewer_client, team):
     html = viewer_client.get(detail_url(op), **HTMX).content.decode()
     assert "elapsed —" in html
     assert PhaseStatus.PENDING.label in html
+
+
+def test_the_kind_filter_hides_internal_kinds(viewer_client, team):
+    from tests.factories import OperationFactory
+
+    OperationFactory(team=team)  # an engine.selftest
+    page = viewer_client.get("/operations/").content.decode()
+    assert 'value="engine.selftest"' not in page and 'value="cluster.create"' in page

@@ -228,3 +228,17 @@ class TestAudit:
         response = request.getfixturevalue(client_fixture).get(reverse("portal:audit"))
         assert response.status_code == 403
         assert b"needs the admin role" in response.content
+
+
+class TestRolesExplained:
+    def test_every_member_reads_what_each_role_may_do(self, viewer_client):
+        page = viewer_client.get(TEAM).content.decode()
+        roles = page[page.index('id="roles"') : page.index("</dl>", page.index('id="roles"'))]
+        assert "<dt>Viewer</dt>" in roles and "<dt>Member</dt>" in roles and "<dt>Admin</dt>" in roles
+        assert "Changes nothing" in roles and "submits and stops jobs" in roles and "API tokens" in roles
+
+    def test_add_a_member_says_how_to_create_the_user(self, admin_client, team):
+        page = admin_client.get(TEAM).content.decode()
+        form = page[page.index('id="add-member"') : page.index("</form>", page.index('id="add-member"'))]
+        assert f"create_token --team {team.slug} --user NAME --role member --create" in form
+        assert "changepassword" in form and "/admin/auth/user/add/" in form

@@ -22,6 +22,38 @@ def duration(seconds: float | None) -> str:
     return f"{hours}h {minutes:02d}m"
 
 
+def _ago(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    for unit, size in (("day", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            count = seconds // size
+            return f"{count} {unit}{'s' if unit == 'day' and count > 1 else ''} ago"
+    return "just now" if seconds < 10 else f"{seconds} s ago"
+
+
+@register.filter
+def human_time(value) -> str:
+    """A time as "3 min ago", the full time on hover (an ISO string or a datetime; blank: "—")."""
+    from datetime import UTC, datetime
+
+    from django.utils import timezone
+    from django.utils.html import format_html
+
+    if not value:
+        return "—"
+    moment = value
+    if isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return value
+    if timezone.is_naive(moment):
+        moment = timezone.make_aware(moment, UTC)
+    full = moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    ago = _ago((timezone.now() - moment).total_seconds())
+    return format_html('<time datetime="{}" title="{}">{}</time>', moment.isoformat(), full, ago)
+
+
 @register.inclusion_tag("portal/_badge.html")
 def status_badge(status: str, label: str | None = None) -> dict:
     return {"status": status, "label": label or status.capitalize()}
