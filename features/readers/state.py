@@ -59,9 +59,16 @@ def _cloud(cluster: Cluster):
 def _addons(eks, name: str) -> dict[str, dict]:
     wanted = {f.addon for f in CATALOG.values() if f.addon}
     listed = [a for a in eks.list_addons(clusterName=name).get("addons", []) if a in wanted]
+
+    def describe(addon: str) -> dict | None:
+        try:
+            return eks.describe_addon(clusterName=name, addonName=addon)["addon"]
+        except eks.exceptions.ResourceNotFoundException:  # deleted between the list and the describe
+            return None
+
     with ThreadPoolExecutor(max_workers=4) as pool:
-        described = list(pool.map(lambda a: eks.describe_addon(clusterName=name, addonName=a)["addon"], listed))
-    return {a["addonName"]: a for a in described}
+        described = list(pool.map(describe, listed))
+    return {a["addonName"]: a for a in described if a is not None}
 
 
 def _associations(eks, name: str) -> dict[tuple[str, str], dict]:

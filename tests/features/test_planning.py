@@ -54,3 +54,36 @@ def test_features_that_need_hyperpod_or_on_demand_groups_say_why(team):
     InstanceGroupFactory(cluster=no_recovery)
     _, errors = resolve(no_recovery, _state(hyperpod={"NodeRecovery": "None"}), {}, _request(autoscaling=True))
     assert "node recovery Automatic" in errors["autoscaling"][0]
+
+
+def test_a_locked_toggle_says_why():
+    from features.views.panel import _why_locked
+
+    rows = {
+        "cert_manager": {
+            "title": "cert-manager",
+            "enabled": True,
+            "available": True,
+            "required_by": ["training_operator"],
+        },
+        "training_operator": {
+            "title": "HyperPod training operator",
+            "enabled": True,
+            "available": True,
+            "required_by": [],
+        },
+        "tiered_checkpointing": {
+            "title": "Managed tiered checkpointing",
+            "enabled": False,
+            "available": False,
+            "detail": "needs a HyperPod cluster",
+            "required_by": [],
+        },
+    }
+    assert _why_locked(rows["cert_manager"], rows, True, None).startswith("Required by HyperPod training operator")
+    assert _why_locked(rows["tiered_checkpointing"], rows, True, None) == (
+        "Managed tiered checkpointing needs a HyperPod cluster."
+    )
+    assert _why_locked(rows["training_operator"], rows, False, None) == "Only team admins can change features."
+    assert _why_locked(rows["training_operator"], rows, True, object()).startswith("Features are changing")
+    assert _why_locked(rows["training_operator"], rows, True, None) == ""

@@ -1,5 +1,5 @@
 """In a real browser: the Advanced features tab — toggle KubeRay, preview the plan, confirm, watch the
-phases finish live; a locked toggle says why; only the changed field is sent."""
+phases finish live; only the changed field is sent."""
 
 from __future__ import annotations
 
