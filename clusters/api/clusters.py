@@ -48,6 +48,9 @@ class ClusterChildMixin:
     def cluster(self) -> Cluster:
         return get_cluster(self.access, self.kwargs["cluster_pk"])
 
+    def resolve_parents(self) -> None:
+        self.cluster  # noqa: B018 - another team's cluster is a 404 before the body is read
+
 
 class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, TeamViewSet):
     """The team's clusters. Creating and deleting start operations (202); poll them with get_operation."""

@@ -64,8 +64,21 @@ def test_only_json_bodies_are_taken(admin_api):
 def test_unknown_fields_are_refused_on_endpoints_whatever_their_serializer(admin_api, cluster):
     response = admin_api.post("/api/v1/tokens/", {"name": "ci", "role": "viewer", "colour": "red"}, format="json")
     assert assert_error(response, 400, "invalid")["fields"]["colour"] == ["Unknown field."]
-    reboot = admin_api.post(f"/api/v1/clusters/{cluster.pk}/nodes/n1/reboot/", {"now": True}, format="json")
-    assert "now" in assert_error(reboot, 400, "invalid")["fields"]
+    group = admin_api.post(f"/api/v1/clusters/{cluster.pk}/instance-groups/", {"colour": "red"}, format="json")
+    assert assert_error(group, 400, "invalid")["fields"]["colour"] == ["Unknown field."]
+
+
+def test_another_teams_cluster_is_a_404_whatever_the_body(outsider_api, cluster):
+    base = f"/api/v1/clusters/{cluster.pk}"
+    for method, path in [
+        ("post", f"{base}/instance-groups/"),
+        ("patch", f"{base}/instance-groups/workers/"),
+        ("patch", f"{base}/"),
+        ("post", f"{base}/nodes/n1/reboot/"),
+        ("post", f"{base}/storage/"),
+    ]:
+        response = getattr(outsider_api, method)(path, {"colour": "red", "count": "x"}, format="json")
+        assert_error(response, 404, "not_found")
 
 
 @pytest.mark.parametrize(
