@@ -22,8 +22,9 @@ _CLUSTER_SHAPE = (
     "A cluster is {id, name, region, availability_zone, kubernetes_version, storage, status "
     "(creating|active|failed|deleting|imported), managed, eks_cluster_name, hyperpod_cluster_name, vpc_id, "
     "instance_groups [{name, instance_type, count, capacity_type, efa_only, availability_zone, status…}], "
-    "storages [{id, name, kind, status…}], nodes (a summary of node health), last_operation (the latest "
-    "operation on it, or null), created_at, updated_at}."
+    "storages [{id, name, kind, status…}], nodes (node counts by health and group, as Kubernetes last showed them), "
+    "last_operation (the latest "
+    "operation on it or its groups, nodes or storage, or null), created_at, updated_at}."
 )
 _ACCEPTED = (
     "Returns at once (HTTP 202) {cluster, operation}; the operation has id, status and phases. Next: call "
