@@ -96,6 +96,7 @@ INSTALLED_APPS = [
     "instantstart.operations",
     "instantstart.portal",
     "clusters",
+    "training",
     "agent_tools",
 ]
 

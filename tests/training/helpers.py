@@ -1,0 +1,67 @@
+"""Helpers of the training tests: the cluster they run on, turning its training features on, waiting."""
+
+from __future__ import annotations
+
+from kubernetes.dynamic import DynamicClient
+
+from instantstart.cloud.aws import team_cloud
+from instantstart.cloud.kube import api_client
+from instantstart.operations.models import Operation
+from tests.support import wait_until
+
+GROUP = {"name": "gpu", "instance_type": "ml.g5.12xlarge", "count": 2}
+CLUSTER_BODY = {"name": "train", "region": "us-west-2", "availability_zone": "us-west-2a", "instance_groups": [GROUP]}
+
+
+def wait_for_operation(operation_id: str, statuses=("succeeded",), timeout: float = 120) -> Operation:
+    def done():
+        op = Operation.objects.get(pk=operation_id)
+        return op if op.is_terminal else None
+
+    op = wait_until(done, timeout=timeout, interval=0.2, message=f"operation {operation_id} to end")
+    assert op.status in statuses, (
+        op.status,
+        op.error_code,
+        op.error_message,
+        [(p.name, p.status, p.message) for p in op.phases.all()],
+    )
+    return op
+
+
+def kube(cluster):
+    return api_client(team_cloud(cluster.team, cluster.region), cluster.eks_cluster_name, cluster.region)
+
+
+def enable_training_features(cluster) -> None:
+    """What the features app will do: the training operator add-on (after cert-manager and the pod
+    identity agent) and KubeRay's Helm-equivalent objects by server-side apply."""
+    from sandbox.kube.operators.crds import load_crd
+    from sandbox.kube.operators.helm import release_objects
+
+    eks = team_cloud(cluster.team, cluster.region).client("eks", cluster.region)
+    present = set(eks.list_addons(clusterName=cluster.eks_cluster_name)["addons"])
+    for addon in ("cert-manager", "eks-pod-identity-agent", "amazon-sagemaker-hyperpod-training-operator"):
+        if addon not in present:
+            eks.create_addon(clusterName=cluster.eks_cluster_name, addonName=addon)
+        wait_until(
+            lambda a=addon: (
+                eks.describe_addon(clusterName=cluster.eks_cluster_name, addonName=a)["addon"]["status"] == "ACTIVE"
+            ),
+            timeout=60,
+            message=f"{addon} ACTIVE",
+        )
+    dyn = DynamicClient(kube(cluster))
+    objects = []
+    for obj in release_objects("kuberay-operator"):
+        if isinstance(obj, str):  # a CRD file, applied verbatim minus its status
+            crd = load_crd(obj)
+            obj = {k: crd[k] for k in ("apiVersion", "kind", "spec")} | {"metadata": {"name": crd["metadata"]["name"]}}
+        objects.append(obj)
+    for obj in sorted(objects, key=lambda o: o["kind"] != "CustomResourceDefinition"):
+        resource = dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+        namespace = obj["metadata"].get("namespace") if resource.namespaced else None
+        dyn.server_side_apply(
+            resource, body=obj, namespace=namespace, field_manager="instantstart", force_conflicts=True
+        )
+        if obj["kind"] == "CustomResourceDefinition":
+            dyn.resources.invalidate_cache()

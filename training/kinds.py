@@ -1,0 +1,1 @@
+"""Operation kinds of the training app."""
