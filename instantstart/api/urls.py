@@ -27,4 +27,5 @@ urlpatterns = [
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     path("", include(router.urls)),
     path("", include("clusters.urls")),
+    path("", include("training.urls")),
 ]

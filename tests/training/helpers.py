@@ -65,3 +65,23 @@ def enable_training_features(cluster) -> None:
         )
         if obj["kind"] == "CustomResourceDefinition":
             dyn.resources.invalidate_cache()
+
+
+def upload(api, cluster, path: str, content: bytes) -> dict:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    answer = api.post(
+        f"/api/v1/clusters/{cluster.pk}/files/",
+        {"file": SimpleUploadedFile(path.rsplit("/", 1)[-1], content), "path": path},
+        format="multipart",
+    )
+    assert answer.status_code == 201, answer.json()
+    return answer.json()
+
+
+def wait_for_job(api, cluster, job_id: str, statuses=("succeeded", "failed", "cancelled"), timeout: float = 90) -> dict:
+    def ended():
+        job = api.get(f"/api/v1/clusters/{cluster.pk}/jobs/{job_id}/").json()
+        return job if job["status"] in statuses else None
+
+    return wait_until(ended, timeout=timeout, interval=0.3, message=f"job {job_id} in {statuses}")
