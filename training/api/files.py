@@ -47,8 +47,9 @@ class FileViewSet(ClusterChildMixin, TeamViewSet):
     @extend_schema(request=FileUploadSerializer, responses={201: UPLOADED})
     def create(self, request, cluster_pk=None):
         """Upload one file (multipart: file, path relative to the bucket root) → 201 {path, size, mount_path}."""
+        cluster = self.cluster  # another team's cluster is a 404 before the body is looked at
         serializer = FileUploadSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        body = upload_file(access=self.access, cluster=self.cluster, path=data["path"], upload=data["file"])
+        body = upload_file(access=self.access, cluster=cluster, path=data["path"], upload=data["file"])
         return Response(body, status=status.HTTP_201_CREATED)
