@@ -85,3 +85,66 @@ def wait_for_job(api, cluster, job_id: str, statuses=("succeeded", "failed", "ca
         return job if job["status"] in statuses else None
 
     return wait_until(ended, timeout=timeout, interval=0.3, message=f"job {job_id} in {statuses}")
+
+
+def rest_lines(api, cluster, job_id: str) -> list[dict]:
+    """Every stored line of the job through REST, page by page with `next`."""
+    lines, after = [], 0
+    while True:
+        page = api.get(f"/api/v1/clusters/{cluster.pk}/jobs/{job_id}/logs/?after={after}&limit=1000").json()
+        lines.extend(page["lines"])
+        if not page["lines"]:
+            return lines
+        after = page["next"]
+
+
+class AsgiServer:
+    """The real ASGI application under uvicorn in a thread (HTTP and websockets), on a free port."""
+
+    def __init__(self) -> None:
+        import socket
+        import threading
+
+        import uvicorn
+
+        from instantstart.asgi import application
+
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        sock.close()
+        self.server = uvicorn.Server(
+            uvicorn.Config(application, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off")
+        )
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        wait_until(lambda: self.server.started, timeout=20, message="uvicorn started")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+def read_socket(url: str, headers: dict, *, stop_after: int | None = None, timeout: float = 90) -> tuple[list, dict]:
+    """Messages of a log socket until its end-of-job status (or ``stop_after`` lines): (lines, last)."""
+    import json
+
+    from websockets.sync.client import connect
+
+    lines: list[dict] = []
+    with connect(url, additional_headers=headers, open_timeout=10, close_timeout=2) as socket:
+        while True:
+            message = json.loads(socket.recv(timeout=timeout))
+            if "status" in message:
+                return lines, message
+            lines.append(message)
+            if stop_after is not None and len(lines) >= stop_after:
+                return lines, {}

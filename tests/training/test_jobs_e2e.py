@@ -46,3 +46,38 @@ def test_pytorch_job_runs_to_succeeded_with_logs(cluster, admin_api):
     )
     assert metrics["metrics"]["loss"][0]["step"] >= 0
     assert Job.objects.get(pk=job["id"]).status == "succeeded"
+
+
+def test_llama_factory_ms_swift_and_verl_run_to_succeeded(cluster, admin_api):
+    upload(admin_api, cluster, "verl/grpo.sh", b"python3 -m verl.trainer.main_ppo trainer.total_training_steps=6\n")
+    lmf = (
+        "model_name_or_path: Qwen/Qwen3-0.6B\nstage: sft\ndo_train: true\n"
+        "dataset: alpaca_en_demo\noutput_dir: /s3/out\n"
+    )
+    submissions = [
+        {"name": "lmf", "recipe": "llama_factory", "config": lmf},
+        {"name": "swift", "recipe": "ms_swift", "command": "sft", "args": "--model Qwen/Qwen3-0.6B --max_steps 20"},
+        {
+            "name": "grpo",
+            "recipe": "verl",
+            "nodes": 2,
+            "entrypoint": "python3 -m verl.trainer.main_ppo trainer.total_training_steps=6",
+        },
+    ]
+    jobs = {}
+    for submission in submissions:
+        answer = admin_api.post(
+            f"/api/v1/clusters/{cluster.pk}/jobs/", {"instance_group": "gpu", **submission}, format="json"
+        )
+        assert answer.status_code == 202, answer.json()
+        jobs[submission["recipe"]] = answer.json()["job"]
+    assert jobs["verl"]["kind"] == "RayJob"
+    assert jobs["verl"]["manifest"]["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["replicas"] == 1
+    for recipe, job in jobs.items():
+        done = wait_for_job(admin_api, cluster, job["id"], timeout=120)
+        assert done["status"] == "succeeded", (recipe, done["status_message"], done["events"][-3:])
+        lines = admin_api.get(f"/api/v1/clusters/{cluster.pk}/jobs/{job['id']}/logs/?limit=5000").json()["lines"]
+        assert lines, recipe
+        texts = "\n".join(line["text"] for line in lines)
+        marker = {"llama_factory": "'loss'", "ms_swift": "'loss'", "verl": "step:"}[recipe]
+        assert marker in texts, (recipe, texts[-2000:])
