@@ -87,7 +87,6 @@ def test_dashboard_counts(admin_client, team, other_team, member_user):
 @pytest.mark.parametrize(
     "name, text",
     [
-        ("portal:jobs", b"Training jobs arrive with the next release"),
         ("portal:endpoints", b"Inference endpoints arrive with the next release"),
     ],
 )
