@@ -17,7 +17,7 @@ from clusters.models import Cluster, InstanceGroup, Storage
 from tests.factories import TeamFactory
 from tests.support import wait_until
 
-from .helpers import CLUSTER_BODY, enable_training_features, wait_for_operation
+from .helpers import CLUSTER_BODY, AsgiServer, enable_training_features, wait_for_operation
 
 TEAM_ID = uuid.UUID("7a1e0000-0000-4000-8000-00000000a1c3")
 OTHER_TEAM_ID = uuid.UUID("7a1e0000-0000-4000-8000-00000000b10b")
@@ -91,3 +91,11 @@ def bare_cluster(sandbox, other_team, outsider_api, worker) -> Cluster:
     found = wait_until(lambda: Cluster.objects.filter(pk=body["cluster"]["id"]).first())
     _remember(found)
     return found
+
+
+@pytest.fixture
+def asgi(transactional_db):
+    """The real ASGI application (portal, REST, websockets) under uvicorn on a free port."""
+    server = AsgiServer()
+    yield server
+    server.stop()

@@ -10,16 +10,9 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from .helpers import AsgiServer, read_socket, rest_lines, upload, wait_for_job
+from .helpers import read_socket, rest_lines, upload, wait_for_job
 
 pytestmark = [pytest.mark.worker]
-
-
-@pytest.fixture
-def asgi(transactional_db):
-    server = AsgiServer()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

@@ -51,13 +51,20 @@ def _values(source, recipe: str) -> dict:
     values["mlflow"] = source.get("mlflow", "") in serializers.BooleanField.TRUE_VALUES if source else True
     values["storage"] = source.getlist("storage") if hasattr(source, "getlist") else ["s3"]
     values["env"] = source.get("env", "") if source else ""
+    values["hang_detection"] = (
+        source.get("hang_detection", "") in serializers.BooleanField.TRUE_VALUES if source else True
+    )
     return values
 
 
 def _body(values: dict) -> dict:
     """The REST body of a submission, from the form (blank optional inputs left out, as a client would)."""
-    body = {key: value for key, value in values.items() if value not in ("", None) and key != "env"}
+    body = {
+        key: value for key, value in values.items() if value not in ("", None) and key not in ("env", "hang_detection")
+    }
     body["mlflow"] = values["mlflow"]
+    if not values["hang_detection"]:
+        body["hang_detection"] = []  # the form offers the recipe's default rule or none
     body["storage"] = values["storage"]
     env = {}
     for line in (values.get("env") or "").splitlines():
@@ -104,7 +111,7 @@ def training_page(request, cluster_id):
     cluster = get_cluster(request.access, cluster_id)
     recipe = _recipe(request)
     values = _values({}, recipe)
-    values["mlflow"] = True
+    values["mlflow"] = values["hang_detection"] = True
     values["storage"] = ["s3"]
     context = _page_context(request, cluster, recipe, values)
     if wants_partial(request) and request.GET.get("part") == "jobs":
