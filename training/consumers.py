@@ -63,6 +63,9 @@ class JobTail:
         self.queues: set[asyncio.Queue] = set()
         self.last = 0
         self.task: asyncio.Task | None = None
+        # Set once the job has ended and every line it stored has been read (checked when a poll finds none).
+        self.ended = False
+        self.status = ""
 
     @classmethod
     def of(cls, job_id: str) -> JobTail:
@@ -75,8 +78,7 @@ class JobTail:
         queue: asyncio.Queue = asyncio.Queue()
         self.queues.add(queue)
         if self.task is None or self.task.done():
-            _, self.last = await _job_status(self.job_id)
-            self.last = min(self.last, start_after) if start_after else self.last
+            _, self.last = await _job_status(self.job_id)  # sockets catch up on older lines themselves
             self.task = asyncio.ensure_future(self._run())
         return queue
 
@@ -91,6 +93,9 @@ class JobTail:
                     self.last = lines[-1]["seq"]
                     for queue in list(self.queues):
                         queue.put_nowait(lines)
+                elif not self.ended:
+                    self.status, last_seq = await _job_status(self.job_id)
+                    self.ended = self.status in JobStatus.terminal() and last_seq <= self.last
                 if len(lines) < BATCH:
                     await asyncio.sleep(_poll())
         finally:
@@ -182,21 +187,16 @@ class JobLogConsumer(AsyncWebsocketConsumer):
         queue = await tail.subscribe(self.cursor)
         try:
             await self._catch_up()
-            ended = False
             while True:
+                if queue.empty() and tail.ended and self.cursor >= tail.last:
+                    await self.send(text_data=json.dumps({"status": tail.status, "next": self.cursor}))
+                    return  # the socket stays open for the viewer; nothing more will come
                 try:
-                    batch = await asyncio.wait_for(queue.get(), timeout=1.0)
+                    batch = await asyncio.wait_for(queue.get(), timeout=0.5)
                 except TimeoutError:
-                    batch = None
-                if batch:
-                    if batch[0]["seq"] > self.cursor + 1:
-                        await self._catch_up()  # a gap (this socket joined mid-batch): read it from the rows
-                    await self._send_lines(batch)
                     continue
-                status, last_seq = await _job_status(self.job_id)
-                if status in JobStatus.terminal() and last_seq <= self.cursor and not ended:
-                    await self._catch_up()
-                    await self.send(text_data=json.dumps({"status": status, "next": self.cursor}))
-                    ended = True
+                if batch[0]["seq"] > self.cursor + 1:
+                    await self._catch_up()  # a gap (this socket joined mid-batch): read it from the rows
+                await self._send_lines(batch)
         finally:
             tail.unsubscribe(queue)

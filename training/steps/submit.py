@@ -199,13 +199,16 @@ def follow(ctx: StepContext):
     if state.status != JobStatus.PENDING and not job.started_at:
         updates["started_at"] = state.started_at or timezone.now()
     terminal = state.status in JobStatus.terminal()
+    if terminal and not ctx.state.get("final_read"):
+        # One more read first: the last lines the pods printed before the status changed. The job shows
+        # its end only after that, so whoever sees the end has every line.
+        updates["status"] = job.status
+        Job.objects.filter(pk=job.pk).exclude(status=JobStatus.CANCELLED).update(**updates)
+        ctx.record(final_read=True)
+        return Wait(_poll_seconds(), f"Job {state.status}; reading the last log lines")
     if terminal:
         updates["finished_at"] = state.finished_at or timezone.now()
     Job.objects.filter(pk=job.pk).exclude(status=JobStatus.CANCELLED).update(**updates)
     if terminal:
-        if not ctx.state.get("final_read"):
-            # One more read: the last lines the pods printed before the status changed.
-            ctx.record(final_read=True)
-            return Wait(_poll_seconds(), f"Job {state.status}; reading the last log lines")
         return Done(f"Job {state.status}")
     return Wait(_poll_seconds(), f"Job {state.status}")
