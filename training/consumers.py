@@ -44,7 +44,12 @@ def line_message(line: LogLine) -> dict:
 
 @database_sync_to_async
 def _lines_after(job_id, after: int, limit: int = BATCH) -> list[dict]:
-    return [line_message(line) for line in LogLine.objects.filter(job_id=job_id, seq__gt=after).order_by("seq")[:limit]]
+    """Lines after ``after``, each with its message encoded once (every socket sends the same text)."""
+    found = []
+    for line in LogLine.objects.filter(job_id=job_id, seq__gt=after).order_by("seq")[:limit]:
+        message = line_message(line)
+        found.append({"seq": message["seq"], "pod": message["pod"], "json": json.dumps(message)})
+    return found
 
 
 @database_sync_to_async
@@ -173,7 +178,7 @@ class JobLogConsumer(AsyncWebsocketConsumer):
             self.cursor = line["seq"]
             if self.pod and line["pod"] != self.pod:
                 continue
-            await self.send(text_data=json.dumps(line))
+            await self.send(text_data=line["json"])
 
     async def _catch_up(self) -> None:
         while True:
