@@ -12,7 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 from kubernetes import client as k8s
 
-from features.gate import require_feature
+from features.gate import FeatureRequired, require_feature
 from instantstart.operations.context import StepContext
 from instantstart.operations.results import Done, Fail, Wait
 
@@ -39,7 +39,12 @@ def _fail_job(job: Job, message: str) -> None:
 def validate(ctx: StepContext):
     """The feature is on and the manifest validates against the CRD the cluster serves."""
     job = job_of(ctx)
-    require_feature(job.cluster, FEATURE[job.kind], "A training job")
+    try:
+        # Checked again here: the feature may have been turned off since the request was accepted.
+        require_feature(job.cluster, FEATURE[job.kind], "A training job")
+    except FeatureRequired as refused:
+        _fail_job(job, refused.message)
+        return Fail(refused.message, hint=refused.hint, code=refused.code)
     group, version = GROUP_VERSION[job.kind]
     schema = crd_schema(job.cluster, job.kind, version)
     if schema is None:
