@@ -197,7 +197,7 @@ class JobLogConsumer(AsyncWebsocketConsumer):
                     await self.send(text_data=json.dumps({"status": tail.status, "next": self.cursor}))
                     return  # the socket stays open for the viewer; nothing more will come
                 try:
-                    batch = await asyncio.wait_for(queue.get(), timeout=0.5)
+                    batch = await asyncio.wait_for(queue.get(), timeout=_poll())
                 except TimeoutError:
                     continue
                 if batch[0]["seq"] > self.cursor + 1:
