@@ -87,9 +87,11 @@ def submit_job(
     return job, operation
 
 
-def resubmit_job(*, access: Access, job: Job, idempotency_key: str = "") -> tuple[Job, Operation]:
-    """Start the same spec again as a new job (same name, a new Kubernetes name); the old one stays."""
-    spec = {k: v for k, v in job.spec.items() if k != "mlflow_tracking_uri"}
+def resubmit_job(*, access: Access, job: Job, spec: dict, idempotency_key: str = "") -> tuple[Job, Operation]:
+    """Start a job's request again as a new job (same name, a new Kubernetes name); the old one stays.
+
+    ``spec`` is the request validated again (serializers.jobs.resubmission).
+    """
     return submit_job(
         access=access, cluster=job.cluster, spec=spec, idempotency_key=idempotency_key, resubmitted_from=job
     )

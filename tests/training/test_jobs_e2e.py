@@ -46,6 +46,17 @@ def test_pytorch_job_runs_to_succeeded_with_logs(cluster, admin_api):
     )
     assert metrics["metrics"]["loss"][0]["step"] >= 0
     assert Job.objects.get(pk=job["id"]).status == "succeeded"
+    # Resubmit: the same request again, validated again, as a new job; the old one and its logs stay.
+    again = admin_api.post(f"/api/v1/clusters/{cluster.pk}/jobs/{job['id']}/resubmit/")
+    assert again.status_code == 202, again.json()
+    second = again.json()["job"]
+    assert second["id"] != job["id"] and second["name"] == "fsdp" and second["k8s_name"] != job["k8s_name"]
+    assert (
+        second["manifest"]["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["command"]
+        == (container["command"])
+    )
+    assert wait_for_job(admin_api, cluster, second["id"], timeout=90)["status"] == "succeeded"
+    assert admin_api.get(f"/api/v1/clusters/{cluster.pk}/jobs/").json()["count"] == 2
 
 
 def test_llama_factory_ms_swift_and_verl_run_to_succeeded(cluster, admin_api):

@@ -15,6 +15,7 @@ from ..models import Job
 from ..readers.mlflow import job_metrics
 from ..selectors import get_job, log_lines
 from ..serializers import JobListSerializer, JobSerializer, JobSubmitRequestSerializer, validated_submission
+from ..serializers.jobs import resubmission
 from ..serializers.queries import LogsQuerySerializer, parse_query
 from ..services import cancel_job, resubmit_job, submit_job
 
@@ -83,7 +84,10 @@ class JobViewSet(ClusterChildMixin, mixins.ListModelMixin, mixins.RetrieveModelM
     @action(detail=True, methods=["post"])
     def resubmit(self, request, cluster_pk=None, pk=None):
         """Submit the same spec again as a new job (202 {job, operation})."""
-        job, operation = resubmit_job(access=self.access, job=self.get_object(), idempotency_key=self.idempotency_key)
+        job = self.get_object()
+        job, operation = resubmit_job(
+            access=self.access, job=job, spec=resubmission(job), idempotency_key=self.idempotency_key
+        )
         return self._accepted(job, operation)
 
     @extend_schema(parameters=[LogsQuerySerializer], responses=LOGS)

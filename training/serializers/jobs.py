@@ -410,3 +410,13 @@ class JobSubmitRequestSerializer(JobSubmitSerializer):
         help_text="verl: a script on the storage (/s3/….sh) or a command (python3 -m verl.trainer.main_ppo …).",
     )
     worker_replicas = serializers.IntegerField(required=False, min_value=0, help_text="verl: Ray workers (nodes - 1).")
+
+
+def resubmission(job: Job) -> dict:
+    """The validated spec of a job's request submitted again: checked as new (the group, storage and paths
+    may have changed since), with the same inputs."""
+    inputs = set(RECIPE_SERIALIZERS[job.recipe]().fields)
+    body = {key: value for key, value in job.spec.items() if key in inputs and value is not None}
+    if isinstance(body.get("storage"), dict):
+        body["storage"] = list(body["storage"])
+    return validated_submission(body, job.cluster)

@@ -24,6 +24,7 @@ from ..readers.files import list_files
 from ..recipes import DEFAULT_IMAGE, FEATURE, KIND, MS_SWIFT_TRAINING
 from ..selectors import get_job
 from ..serializers import FileUploadSerializer, validated_submission
+from ..serializers.jobs import resubmission
 from ..services import cancel_job, resubmit_job, submit_job, upload_file
 
 TEXT_FIELDS = ("name", "instance_group", "nodes", "gpus_per_node", "image", "max_retries")
@@ -229,8 +230,14 @@ def job_cancel(request, cluster_id, job_id):
 @require_POST
 def job_resubmit(request, cluster_id, job_id):
     job = get_job(request.access, cluster_id, job_id)
+    try:
+        spec = resubmission(job)
+    except serializers.ValidationError as exc:
+        for field, problems in _flat(exc.detail).items():
+            messages.error(request, f"Cannot resubmit: {field}: {' '.join(problems)}")
+        return redirect("portal:training_job", cluster_id=job.cluster_id, job_id=job.pk)
     with page_errors(request) as refused:
-        new, _ = resubmit_job(access=request.access, job=job)
+        new, _ = resubmit_job(access=request.access, job=job, spec=spec)
     if refused:
         return redirect("portal:training_job", cluster_id=job.cluster_id, job_id=job.pk)
     messages.success(request, f"Resubmitted {job.name} as a new job.")
