@@ -35,6 +35,12 @@ def test_pytorch_job_runs_to_succeeded_with_logs(cluster, admin_api):
     assert any("Loss:" in line["text"] for line in logs["lines"])
     assert [line["seq"] for line in logs["lines"]] == list(range(1, len(logs["lines"]) + 1))
     assert {line["pod"] for line in logs["lines"]} == {p["name"] for p in done["pods"]}
+    # Every line the pods printed, once: the same as reading each pod's whole log now.
+    from training.readers.logs import read_pod_log
+
+    for pod in {p["name"] for p in done["pods"]}:
+        printed = [text for _, text in read_pod_log(cluster, job["namespace"], pod, None)]
+        assert [line["text"] for line in logs["lines"] if line["pod"] == pod] == printed
     metrics = wait_until(
         lambda: (
             (m := admin_api.get(f"/api/v1/clusters/{cluster.pk}/jobs/{job['id']}/metrics/").json())["metrics"].get(

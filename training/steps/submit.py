@@ -124,11 +124,18 @@ def _poll_seconds() -> float:
     return real / scale
 
 
+def _stamp_key(stamp: str) -> tuple[str, int]:
+    """A kubelet timestamp (RFC 3339, up to nanoseconds, trailing zeros trimmed) as a sortable key."""
+    head, _, frac = stamp.rstrip("Z").partition(".")
+    return head, int((frac + "000000000")[:9] or 0)
+
+
 def collect_logs(ctx: StepContext, job: Job, pods: list[dict]) -> int:
     """Store each pod's lines printed since the last poll; returns how many were new.
 
-    The cursor per pod is the last line's kubelet timestamp and how many lines carried it, so a
-    re-read from that timestamp skips exactly what was stored (none lost, none twice).
+    The cursor per pod is the last stored line's kubelet timestamp and how many stored lines carry it.
+    The read asks from that second (the API's sinceTime has second precision), then skips what is
+    older than the cursor and the lines at the cursor already stored: none lost, none twice.
     """
     cursors = dict(ctx.state.get("cursors") or {})
     new: list[tuple[str, str, str]] = []
@@ -137,24 +144,30 @@ def collect_logs(ctx: StepContext, job: Job, pods: list[dict]) -> int:
             continue
         name = pod["name"]
         cursor = cursors.get(name) or {}
-        lines = read_pod_log(job.cluster, job.namespace, name, cursor.get("ts"))
-        skip = cursor.get("n", 0) if cursor.get("ts") else 0
-        fresh = []
-        for stamp, text in lines:
-            if skip and stamp == cursor["ts"]:
-                skip -= 1
-                continue
-            skip = 0
-            fresh.append((stamp, text))
+        since = cursor["ts"].partition(".")[0].rstrip("Z") + "Z" if cursor.get("ts") else None
+        lines = read_pod_log(job.cluster, job.namespace, name, since)
+        fresh = lines
+        if cursor.get("ts"):
+            at, skip = _stamp_key(cursor["ts"]), cursor.get("n", 0)
+            fresh = []
+            for stamp, text in lines:
+                key = _stamp_key(stamp)
+                if key < at:
+                    continue
+                if key == at and skip:
+                    skip -= 1
+                    continue
+                fresh.append((stamp, text))
         if not fresh:
             continue
         last = fresh[-1][0]
-        same = sum(1 for stamp, _ in fresh if stamp == last)
-        cursors[name] = {"ts": last, "n": same + (cursor.get("n", 0) if cursor.get("ts") == last else 0)}
+        same = sum(1 for stamp, _ in fresh if _stamp_key(stamp) == _stamp_key(last))
+        previous = cursor.get("n", 0) if cursor.get("ts") and _stamp_key(cursor["ts"]) == _stamp_key(last) else 0
+        cursors[name] = {"ts": last, "n": same + previous}
         new.extend((stamp, name, text) for stamp, text in fresh)
     if not new:
         return 0
-    new.sort(key=lambda line: line[0])
+    new.sort(key=lambda line: _stamp_key(line[0]))
     with transaction.atomic():
         locked = Job.objects.select_for_update().only("last_seq").get(pk=job.pk)
         first = locked.last_seq + 1
