@@ -129,8 +129,14 @@ class AsgiServer:
         return f"ws://127.0.0.1:{self.port}"
 
     def stop(self) -> None:
+        from asgiref.sync import SyncToAsync
+        from django.db import connections
+
         self.server.should_exit = True
         self.thread.join(10)
+        # The ORM work of the server ran on asgiref's one sync thread: close its connections there, so
+        # the test database can be dropped at the end of the run.
+        SyncToAsync.single_thread_executor.submit(connections.close_all).result(10)
 
 
 def read_socket(url: str, headers: dict, *, stop_after: int | None = None, timeout: float = 90) -> tuple[list, dict]:
