@@ -127,7 +127,8 @@ def upload_file(*, access: Access, cluster: Cluster, path: str, upload) -> dict:
     """Store one file in the team's shared bucket at ``path``; it appears in pods at /s3/<path>."""
     bucket = shared_bucket(cluster)
     s3 = team_cloud(cluster.team, cluster.region).client("s3")
-    s3.upload_fileobj(upload, bucket, path)
+    # One PUT (the portal and REST take files of a script's or a config's size; big datasets go by the CLI).
+    s3.put_object(Bucket=bucket, Key=path, Body=upload.read())
     size = s3.head_object(Bucket=bucket, Key=path)["ContentLength"]
     record_audit(access=access, action="file.upload", target=cluster, summary={"path": path, "size": size})
     return {"path": path, "size": size, "mount_path": f"/s3/{path}"}
