@@ -310,7 +310,12 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     # Operations and their phases share one set of statuses: name it, rather than a hash
     # (`check --deploy` reports an unnamed collision).
-    "ENUM_NAME_OVERRIDES": {"OperationStatusEnum": "instantstart.operations.models.OperationStatus"},
+    "ENUM_NAME_OVERRIDES": {
+        "OperationStatusEnum": "instantstart.operations.models.OperationStatus",
+        "JobStatusEnum": "training.models.JobStatus",
+        "StorageKindEnum": "clusters.models.StorageKind",
+        "ClusterStorageEnum": "clusters.models.StorageChoice",
+    },
     "SERVE_AUTHENTICATION": [],
 }
 

@@ -12,6 +12,7 @@ import re
 import shlex
 
 import yaml
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from clusters.models import CapacityType, Cluster, StorageKind
@@ -97,6 +98,7 @@ def _args(value) -> list[str]:
     raise serializers.ValidationError("A list of strings, or one string split like a shell would.")
 
 
+@extend_schema_field({"oneOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}]})
 class ArgsField(serializers.Field):
     def to_internal_value(self, data):
         return _args(data)
@@ -118,7 +120,7 @@ class JobSubmitSerializer(serializers.Serializer):
     image = serializers.CharField(max_length=512, required=False, allow_blank=True)
     env = serializers.DictField(child=serializers.CharField(allow_blank=True, max_length=4096), default=dict)
     storage = serializers.ListField(
-        child=serializers.ChoiceField(choices=[StorageKind.S3, StorageKind.FSX]), required=False, max_length=2
+        child=serializers.ChoiceField(choices=StorageKind.choices), required=False, max_length=2
     )
     mlflow = serializers.BooleanField(default=True)
     max_retries = serializers.IntegerField(min_value=0, max_value=100, default=DEFAULT_MAX_RETRIES)
@@ -343,7 +345,7 @@ def validated_submission(data, cluster: Cluster) -> dict:
     return dict(serializer.validated_data)
 
 
-class PodSerializer(serializers.Serializer):
+class JobPodSerializer(serializers.Serializer):
     name = serializers.CharField()
     node = serializers.CharField(allow_null=True)
     phase = serializers.CharField()
@@ -354,7 +356,8 @@ class JobSerializer(serializers.ModelSerializer):
     """A job as every face shows it (the contract's fields)."""
 
     restarts = serializers.SerializerMethodField()
-    pods = PodSerializer(many=True, read_only=True)
+    pods = JobPodSerializer(many=True, read_only=True)
+    kind = serializers.CharField(read_only=True, help_text="HyperPodPyTorchJob or RayJob")
     cluster = serializers.UUIDField(source="cluster_id", read_only=True)
 
     class Meta:
