@@ -100,6 +100,7 @@ INSTALLED_APPS = [
     "clusters",
     "features",
     "inference",
+    "training",
     "agent_tools",
 ]
 
@@ -278,6 +279,13 @@ SANDBOX_SPEEDUP = env_float("SANDBOX_SPEEDUP", 20.0, minimum=0.01)
 SANDBOX_STATE_DIR = env_str("SANDBOX_STATE_DIR", str(VAR_DIR / "sandbox"))
 AWS_DEFAULT_REGION = env_str("AWS_DEFAULT_REGION", "us-west-2")
 
+# --- training -------------------------------------------------------------------------------
+# How often (real seconds) a job's operation reads its pods' logs and state, and a log socket the rows.
+TRAINING_LOG_POLL_SECONDS = env_float("TRAINING_LOG_POLL_SECONDS", 0.25, minimum=0.05)
+TRAINING_SOCKET_POLL_SECONDS = env_float("TRAINING_SOCKET_POLL_SECONDS", 0.1, minimum=0.02)
+# Annotations every job's pods get (a JSON object), e.g. a mesh opt-out; the sandbox reads run steering here.
+TRAINING_POD_ANNOTATIONS = env_str("TRAINING_POD_ANNOTATIONS", "{}")
+
 # --- auth, REST, OpenAPI --------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -344,6 +352,9 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "OperationStatusEnum": "instantstart.operations.models.OperationStatus",
         "RegionEnum": "instantstart.api.schema.REGIONS",
+        "JobStatusEnum": "training.models.JobStatus",
+        "StorageKindEnum": "clusters.models.StorageKind",
+        "ClusterStorageEnum": "clusters.models.StorageChoice",
     },
     "SERVE_AUTHENTICATION": [],
     # Every operation documents its error answers in the one error shape (instantstart.api.schema).

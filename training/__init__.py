@@ -1,0 +1,1 @@
+"""Training jobs from recipes: HyperPodPyTorchJob / RayJob manifests, status, logs and MLflow metrics."""

@@ -35,4 +35,5 @@ urlpatterns = [
     path("", include("clusters.urls")),
     path("", include("features.urls")),
     path("", include("inference.urls")),
+    path("", include("training.urls")),
 ]

@@ -16,7 +16,7 @@ urlpatterns = [
     path("team/switch/", views.switch_team, name="switch_team"),
     path("clusters/", include("clusters.portal_urls")),
     path("clusters/", include("features.portal_urls")),
-    path("jobs/", views.coming_soon, {"area": "jobs"}, name="jobs"),
+    path("jobs/", include("training.portal_urls")),
     path("endpoints/", include("inference.portal_urls")),
     path("operations/", views.operation_list, name="operations"),
     path("operations/<uuid:op_id>/", views.operation_detail, name="operation"),

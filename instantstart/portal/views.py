@@ -41,6 +41,7 @@ from instantstart.tenancy.services import (
     update_team,
 )
 from instantstart.tenancy.teams import SESSION_TEAM_KEY
+from training.models import Job
 
 from .errors import page_errors
 from .guards import team_required
@@ -52,20 +53,6 @@ INTERNAL_KIND_PREFIXES = ("engine.",)
 AUDIT_PER_PAGE = 50
 # The raw secret of a token just created waits here for the one page render that shows it.
 NEW_TOKEN_SESSION_KEY = "instantstart.portal.new_token"
-
-COMING_SOON = {
-    "jobs": (
-        "Jobs",
-        "Training jobs arrive with the next release: HyperPodPyTorchJob and RayJob submissions with "
-        "live logs, on the team's clusters.",
-    ),
-    "endpoints": (
-        "Endpoints",
-        "Inference endpoints arrive with the next release: managed and self-managed endpoints with "
-        "model downloads and autoscaling.",
-    ),
-}
-
 
 # --- team switcher ------------------------------------------------------------------------------
 
@@ -122,6 +109,7 @@ def dashboard(request):
         "running": operations.filter(status__in=ACTIVE).select_related("requested_by")[:10],
         "failures": operations.filter(status=OperationStatus.FAILED).select_related("requested_by")[:5],
         "endpoints": Endpoint.objects.visible_to(access).count(),
+        "jobs": Job.objects.visible_to(access).count(),
         "recent": operations.select_related("requested_by")[:10],
     }
     return render(request, "portal/dashboard.html", context)
@@ -156,12 +144,6 @@ def _accelerators_in_use(access, rows: list[dict]) -> dict:
                 entry["count"] += per_instance * count
                 entry["types"][instance_type] = entry["types"].get(instance_type, 0) + count
     return {"models": sorted(models.values(), key=lambda m: -m["count"]), "error": failed.text}
-
-
-@team_required
-def coming_soon(request, area: str):
-    title, text = COMING_SOON[area]
-    return render(request, "portal/coming_soon.html", {"section": area, "title": title, "text": text})
 
 
 # --- operations ---------------------------------------------------------------------------------

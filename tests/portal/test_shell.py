@@ -81,18 +81,6 @@ def test_dashboard_counts(admin_client, team, other_team, member_user):
     assert response.context["counts"] == {"active": 2, "failed": 1, "succeeded": 1}
     assert response.context["members"] == 2
     assert len(response.context["recent"]) == 4
-    assert b"coming soon" in response.content
-
-
-@pytest.mark.parametrize(
-    "name, text",
-    [
-        ("portal:jobs", b"Training jobs arrive with the next release"),
-    ],
-)
-def test_areas_still_to_come_say_so(viewer_client, name, text):
-    response = viewer_client.get(reverse(name))
-    assert response.status_code == 200 and text in response.content
 
 
 class TestTeamSwitcher:

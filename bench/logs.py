@@ -1,0 +1,224 @@
+"""Benchmark of training log delivery: the log socket against a raw read of the pod log, line latency,
+and lines lost with many viewers.
+
+One sandbox cluster (made through the product, with the training operator), one PyTorch job that prints
+a few thousand lines over ``--run-seconds`` simulated seconds, a real worker collecting them, and the real
+ASGI application under uvicorn. Prints:
+
+  raw read         lines/s of one GET of the pod log (what `kubectl logs` reads), after the job ended
+  socket replay    lines/s of one socket from after=0 to its end message (the same lines, from the rows)
+  ratio            socket replay / raw read (goal >= 0.5)
+  latency p50/p99  for every line every live viewer received: receive time - the line's kubelet timestamp
+                   (the moment the program printed it); includes the collector's poll and the socket's
+                   (goal p99 < 250 ms)
+  lost             per live viewer, stored lines it never received (goal 0), and duplicates
+
+  summary viewers=<N> raw_lines_per_s=<x> socket_lines_per_s=<x> ratio=<x> p50_ms=<x> p99_ms=<x> lost=<n> dup=<n>
+
+It measures; it asserts nothing. Needs PostgreSQL and Redis on 127.0.0.1 (the test mode); uses a database
+of its own (`instantstart_bench_training_logs`). Other work on the machine moves every number:
+
+  INSTANTSTART_MODE=test DJANGO_SETTINGS_MODULE=instantstart.test_settings \\
+      .venv/bin/python bench/logs.py [--viewers 100] [--steps 2000] [--run-seconds 20000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from datetime import datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.common import BenchWorker, dist, ensure_database, percentile, setup_django, worker_env  # noqa: E402
+
+DB = "instantstart_bench_training_logs"
+SPEEDUP = 1000.0
+
+
+def _ts(value: str) -> float:
+    head, _, frac = value.rstrip("Z").replace("+00:00", "").partition(".")
+    return datetime.fromisoformat(f"{head}.{(frac + '000000')[:6]}+00:00").timestamp()
+
+
+def _wait(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise SystemExit(f"timed out waiting for {what}")
+
+
+async def _viewer(url: str, token: str, received: list, stamps: list) -> None:
+    from websockets.asyncio.client import connect
+
+    async with connect(url, additional_headers={"Authorization": f"Bearer {token}"}, max_size=None) as socket:
+        async for raw in socket:
+            now = time.time()
+            message = json.loads(raw)
+            if "status" in message:
+                return
+            received.append(message["seq"])
+            if message.get("ts"):
+                stamps.append(now - _ts(message["ts"]))
+
+
+def _viewers(url: str, token: str, n: int) -> tuple[list[list[int]], list[float]]:
+    received: list[list[int]] = [[] for _ in range(n)]
+    latencies: list[float] = []
+
+    async def run() -> None:
+        await asyncio.gather(*(_viewer(url, token, received[i], latencies) for i in range(n)))
+
+    asyncio.run(run())
+    return received, latencies
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--viewers", type=int, default=100)
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--run-seconds", type=float, default=20000, help="simulated seconds the job runs")
+    args = parser.parse_args()
+
+    os.environ["TRAINING_LOG_POLL_SECONDS"] = os.environ.get("TRAINING_LOG_POLL_SECONDS", "0.1")
+    ensure_database(DB)
+    setup_django(DB, "bench/logs.py")
+    from django.conf import settings
+
+    from clusters.models import Cluster
+    from clusters.services import create_cluster
+    from instantstart.cloud.aws import forget_credentials
+    from instantstart.operations.models import Operation
+    from instantstart.tenancy.models import Team
+    from instantstart.tenancy.roles import Role
+    from instantstart.tenancy.services import system_access
+    from sandbox.server import Sandbox
+    from tests.factories import member, token
+    from tests.training.helpers import AsgiServer, enable_training_features
+    from training.models import Job, LogLine
+    from training.readers.logs import read_pod_log
+    from training.serializers import validated_submission
+    from training.services import submit_job
+
+    sandbox = Sandbox(Path(tempfile.mkdtemp(prefix="bench-logs-")), port=0, speedup=SPEEDUP).start()
+    settings.SANDBOX_AWS_ENDPOINT = sandbox.aws_endpoint
+    poll_scale = 5 / SPEEDUP
+    settings.OPERATIONS = {**settings.OPERATIONS, "POLL_SCALE": poll_scale, "BACKOFF_BASE_SECONDS": 0.05}
+    settings.TRAINING_POD_ANNOTATIONS = {"sandbox.instantstart.io/run-seconds": str(args.run_seconds)}
+    forget_credentials()
+    queue = f"bench-logs-{uuid.uuid4().hex[:8]}"
+    settings.CELERY_TASK_DEFAULT_QUEUE = queue
+    env = {
+        **worker_env(DB, queue),
+        "SANDBOX_AWS_ENDPOINT": sandbox.aws_endpoint,
+        "OPERATION_POLL_SCALE": str(poll_scale),
+        "OPERATION_BACKOFF_BASE": "0.05",
+        "TRAINING_LOG_POLL_SECONDS": os.environ["TRAINING_LOG_POLL_SECONDS"],
+    }
+    worker = BenchWorker("logs", queue, env, pool="threads", concurrency=4).start().wait_ready()
+    server = AsgiServer()
+    try:
+        slug = f"bench-{uuid.uuid4().hex[:6]}"
+        team = Team.objects.create(slug=slug, name=slug)
+        user = member(team, f"{slug}-user", Role.ADMIN)
+        raw_token = token(team, user, Role.ADMIN)
+        access = system_access(team, user)
+        data = {
+            "name": "bench",
+            "region": "us-west-2",
+            "availability_zone": "us-west-2a",
+            "kubernetes_version": "1.31",
+            "storage": "s3",
+            "instance_groups": [
+                {
+                    "name": "gpu",
+                    "instance_type": "ml.g5.12xlarge",
+                    "count": 2,
+                    "capacity_type": "on_demand",
+                    "efa_only": False,
+                }
+            ],
+        }
+        cluster, operation, _ = create_cluster(access=access, data=data)
+        _wait(lambda: Operation.objects.get(pk=operation.pk).is_terminal, 300, "the cluster")
+        cluster = Cluster.objects.get(pk=cluster.pk)
+        enable_training_features(cluster)
+        from instantstart.cloud.aws import team_cloud
+        from training.readers.files import shared_bucket
+
+        team_cloud(team, cluster.region).client("s3").put_object(
+            Bucket=shared_bucket(cluster), Key="bench/train.py", Body=b"print(1)\n"
+        )
+        spec = validated_submission(
+            {
+                "name": "logbench",
+                "recipe": "pytorch",
+                "instance_group": "gpu",
+                "nodes": 2,
+                "script": "/s3/bench/train.py",
+                "args": ["--max_steps", str(args.steps)],
+                "hang_detection": [],
+                "mlflow": False,
+            },
+            cluster,
+        )
+        job, _ = submit_job(access=access, cluster=cluster, spec=spec)
+        url = f"{server.ws}/ws/jobs/{job.pk}/logs/?after=0"
+        print(
+            f"job {job.k8s_name}: {args.viewers} live viewers, {args.steps} steps over {args.run_seconds:g} s simulated"
+        )
+        started = time.monotonic()
+        received, latencies = _viewers(url, raw_token, args.viewers)
+        live_wall = time.monotonic() - started
+        job.refresh_from_db()
+        stored = list(LogLine.objects.filter(job=job).order_by("seq").values_list("seq", flat=True))
+        lost = sum(len(set(stored) - set(r)) for r in received)
+        dup = sum(len(r) - len(set(r)) for r in received)
+        print(
+            f"job {job.status}: {len(stored)} lines stored in {live_wall:.1f} s; viewers got {sum(map(len, received))}"
+        )
+
+        # Raw read of the pod log stream vs the socket's replay of the same job.
+        pods = sorted({p["name"] for p in Job.objects.get(pk=job.pk).pods})
+        t0 = time.monotonic()
+        raw_lines = sum(len(read_pod_log(cluster, job.namespace, pod, None)) for pod in pods)
+        raw_wall = time.monotonic() - t0
+        t0 = time.monotonic()
+        replay, _ = _viewers(url, raw_token, 1)
+        socket_wall = time.monotonic() - t0
+        raw_rate = raw_lines / raw_wall if raw_wall else float("nan")
+        socket_rate = len(replay[0]) / socket_wall if socket_wall else float("nan")
+        ms = [x * 1000 for x in latencies]
+        print(f"raw read         {raw_lines} lines in {raw_wall:.3f} s = {raw_rate:,.0f} lines/s")
+        print(f"socket replay    {len(replay[0])} lines in {socket_wall:.3f} s = {socket_rate:,.0f} lines/s")
+        print(f"ratio            {socket_rate / raw_rate:.2f}x (goal >= 0.5)")
+        print(f"latency          {dist(latencies)} (goal p99 < 0.250s)")
+        print(f"lost             {lost} (goal 0), duplicates {dup}, over {args.viewers} viewers")
+        print(
+            f"summary viewers={args.viewers} raw_lines_per_s={raw_rate:.0f} socket_lines_per_s={socket_rate:.0f} "
+            f"ratio={socket_rate / raw_rate:.2f} p50_ms={percentile(ms, 50):.0f} p99_ms={percentile(ms, 99):.0f} "
+            f"lost={lost} dup={dup}"
+        )
+    finally:
+        server.stop()
+        worker.stop()
+        sandbox.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    threading.current_thread().name = "bench"
+    raise SystemExit(main())

@@ -1,0 +1,207 @@
+"""The live log socket: `/ws/jobs/{job}/logs/?after=SEQ[&pod=NAME]`.
+
+On connect it sends every stored line after `after`, then each new one, one JSON message per line
+({seq, pod, ts, text}); once the job has ended and every line is sent, one {"status": ...} message.
+A reconnect with the last seq it saw therefore loses nothing and repeats nothing.
+
+Lines reach the socket from the database (the worker's collector writes them with their sequence
+numbers), not through the channel layer: the web server and the worker are separate processes in
+standalone mode, where the in-memory layer does not cross them, and this works the same under the
+Redis layer in production. One tail per job per web process reads the new rows and hands them to
+every socket watching that job, so a hundred viewers cost one query per poll, not a hundred.
+
+Auth: the portal's session cookie, or `Authorization: Bearer <token>`. Unauthenticated: closed 4401;
+another team's job (or no such job): closed 4404.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+
+from instantstart.errors import NotFound
+from instantstart.tenancy.access import Access, Via
+
+from .models import Job, JobStatus, LogLine
+
+BATCH = 500
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_NOT_FOUND = 4404
+
+
+def _poll() -> float:
+    return float(getattr(settings, "TRAINING_SOCKET_POLL_SECONDS", 0.1))
+
+
+def line_message(line: LogLine) -> dict:
+    return {"seq": line.seq, "pod": line.pod, "ts": line.ts.isoformat() if line.ts else None, "text": line.text}
+
+
+@database_sync_to_async
+def _lines_after(job_id, after: int, limit: int = BATCH) -> list[dict]:
+    """Lines after ``after``, each with its message encoded once (every socket sends the same text)."""
+    found = []
+    for line in LogLine.objects.filter(job_id=job_id, seq__gt=after).order_by("seq")[:limit]:
+        message = line_message(line)
+        found.append({"seq": message["seq"], "pod": message["pod"], "json": json.dumps(message)})
+    return found
+
+
+@database_sync_to_async
+def _job_status(job_id) -> tuple[str, int]:
+    row = Job.objects.filter(pk=job_id).values_list("status", "last_seq").first()
+    return row if row else (JobStatus.CANCELLED, 0)
+
+
+class JobTail:
+    """One reader of a job's new lines in this process, shared by every socket watching the job."""
+
+    tails: dict[str, JobTail] = {}
+
+    def __init__(self, job_id: str) -> None:
+        self.job_id = job_id
+        self.queues: set[asyncio.Queue] = set()
+        self.last = 0
+        self.task: asyncio.Task | None = None
+        # Set once the job has ended and every line it stored has been read (checked when a poll finds none).
+        self.ended = False
+        self.status = ""
+
+    @classmethod
+    def of(cls, job_id: str) -> JobTail:
+        tail = cls.tails.get(job_id)
+        if tail is None:
+            tail = cls.tails[job_id] = cls(job_id)
+        return tail
+
+    async def subscribe(self, start_after: int) -> asyncio.Queue:
+        queue: asyncio.Queue = asyncio.Queue()
+        self.queues.add(queue)
+        if self.task is None or self.task.done():
+            _, self.last = await _job_status(self.job_id)  # sockets catch up on older lines themselves
+            self.task = asyncio.ensure_future(self._run())
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue) -> None:
+        self.queues.discard(queue)
+
+    async def _run(self) -> None:
+        try:
+            while self.queues:
+                lines = await _lines_after(self.job_id, self.last)
+                if lines:
+                    self.last = lines[-1]["seq"]
+                    for queue in list(self.queues):
+                        queue.put_nowait(lines)
+                elif not self.ended:
+                    self.status, last_seq = await _job_status(self.job_id)
+                    self.ended = self.status in JobStatus.terminal() and last_seq <= self.last
+                if len(lines) < BATCH:
+                    await asyncio.sleep(_poll())
+        finally:
+            if JobTail.tails.get(self.job_id) is self and not self.queues:
+                del JobTail.tails[self.job_id]
+
+
+@database_sync_to_async
+def _access(scope) -> Access | None:
+    from instantstart.tenancy.authentication import resolve_token
+    from instantstart.tenancy.teams import current_membership
+
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            parts = value.decode("latin-1").split()
+            if len(parts) == 2 and parts[0].lower() == "bearer":
+                return resolve_token(parts[1], Via.API)
+            return None
+    user = scope.get("user")
+    if user is None or not user.is_authenticated:
+        return None
+
+    class _Session:  # what current_membership reads: the team chosen in this session
+        session = scope.get("session") or {}
+
+    membership = current_membership(_Session, user)
+    if membership is None:
+        return None
+    return Access(user=user, team=membership.team, role=membership.role, via=Via.UI)
+
+
+@database_sync_to_async
+def _job(access: Access, job_id: str) -> Job:
+    from .selectors import get_job_by_id
+
+    return get_job_by_id(access, job_id)
+
+
+class JobLogConsumer(AsyncWebsocketConsumer):
+    """Streams a job's log lines after `after`, then live ones, to one viewer."""
+
+    # No channel layer: lines come from the rows (see the module docstring); an alias that names no
+    # configured layer keeps Channels from opening a layer channel per socket.
+    channel_layer_alias = "none"
+
+    async def connect(self) -> None:
+        await self.accept()
+        query = parse_qs(self.scope.get("query_string", b"").decode())
+        try:
+            self.cursor = max(0, int((query.get("after") or ["0"])[0]))
+        except ValueError:
+            self.cursor = 0
+        self.pod = (query.get("pod") or [""])[0]
+        access = await _access(self.scope)
+        if access is None:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        try:
+            job = await _job(access, self.scope["url_route"]["kwargs"]["job"])
+        except NotFound:
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        self.job_id = str(job.pk)
+        self.pump = asyncio.ensure_future(self._pump())
+
+    async def disconnect(self, code) -> None:
+        pump = getattr(self, "pump", None)
+        if pump is not None:
+            pump.cancel()
+
+    async def _send_lines(self, lines: list[dict]) -> None:
+        for line in lines:
+            if line["seq"] <= self.cursor:
+                continue
+            self.cursor = line["seq"]
+            if self.pod and line["pod"] != self.pod:
+                continue
+            await self.send(text_data=line["json"])
+
+    async def _catch_up(self) -> None:
+        while True:
+            lines = await _lines_after(self.job_id, self.cursor)
+            await self._send_lines(lines)
+            if len(lines) < BATCH:
+                return
+
+    async def _pump(self) -> None:
+        tail = JobTail.of(self.job_id)
+        queue = await tail.subscribe(self.cursor)
+        try:
+            await self._catch_up()
+            while True:
+                if queue.empty() and tail.ended and self.cursor >= tail.last:
+                    await self.send(text_data=json.dumps({"status": tail.status, "next": self.cursor}))
+                    return  # the socket stays open for the viewer; nothing more will come
+                try:
+                    batch = await asyncio.wait_for(queue.get(), timeout=_poll())
+                except TimeoutError:
+                    continue
+                if batch[0]["seq"] > self.cursor + 1:
+                    await self._catch_up()  # a gap (this socket joined mid-batch): read it from the rows
+                await self._send_lines(batch)
+        finally:
+            tail.unsubscribe(queue)

@@ -1,0 +1,1 @@
+"""The phases of the training operations: the only code here that writes to AWS and Kubernetes."""
