@@ -16,6 +16,8 @@ from .routes import _routes
 
 # "module.View.action" (action "-" for a plain APIView's method) → why it is not an agent tool.
 NOT_FOR_AGENTS: dict[str, str] = {
+    "instantstart.api.root.ApiRootView.get": "Links to the API's docs, schema and resources for people browsing "
+    "the API; an agent gets every capability from tools/list.",
     "drf_spectacular.views.SpectacularAPIView.get": "The OpenAPI document describes the REST API for people "
     "and code generators; tools/list already gives an agent every tool's schema.",
     "drf_spectacular.views.SpectacularSwaggerSplitView.get": "An HTML page for people (Swagger UI), not data.",
