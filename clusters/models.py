@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
+from clusters.readers.catalog import DEFAULT_KUBERNETES_VERSION
 from instantstart.tenancy.models import Team
 from instantstart.tenancy.visibility import TeamOwnedQuerySet
 
@@ -46,7 +47,7 @@ class Cluster(models.Model):
     name = models.CharField(max_length=32, validators=[NAME_VALIDATOR])
     region = models.CharField(max_length=32)
     availability_zone = models.CharField(max_length=32)
-    kubernetes_version = models.CharField(max_length=8, default="1.31")
+    kubernetes_version = models.CharField(max_length=8, default=DEFAULT_KUBERNETES_VERSION)
     storage = models.CharField(max_length=8, choices=StorageChoice.choices, default=StorageChoice.S3)
     status = models.CharField(max_length=10, choices=ClusterStatus.choices, default=ClusterStatus.CREATING)
     managed = models.BooleanField(default=True, help_text="Created by InstantStart (not imported).")

@@ -11,6 +11,12 @@ from instantstart.cloud.aws import TeamCloud, team_cloud
 from instantstart.errors import cloud_read
 from instantstart.tenancy.models import Team
 
+# The EKS versions a cluster may be created with (the ones EKS has in standard or extended support,
+# as the sandbox serves them), oldest first; the default is the newest. The one list: the model's
+# default, the create serializer's choices and the portal form all read it from here.
+KUBERNETES_VERSIONS = ("1.30", "1.31", "1.32", "1.33")
+DEFAULT_KUBERNETES_VERSION = KUBERNETES_VERSIONS[-1]
+
 # Accelerator families HyperPod offers for training and inference fleets.
 ACCELERATOR_FAMILIES = ("p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "g5", "g6", "g6e", "trn1", "trn1n", "trn2")
 

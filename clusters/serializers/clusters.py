@@ -16,6 +16,7 @@ from instantstart.operations.serializers import OperationSerializer
 from instantstart.tenancy.serializers import RegionField
 
 from ..models import NAME_VALIDATOR, Cluster, StorageChoice
+from ..readers.catalog import DEFAULT_KUBERNETES_VERSION, KUBERNETES_VERSIONS
 from ..readers.importable import eks_cluster_exists
 from ..selectors import last_operation
 from .groups import (
@@ -32,8 +33,6 @@ from .storage import StorageSerializer
 
 # The EKS versions a new cluster may run (those in standard or extended support, newest last) and the
 # default, the newest: the one list the form, REST and MCP share.
-KUBERNETES_VERSIONS = ("1.30", "1.31", "1.32", "1.33")
-DEFAULT_KUBERNETES_VERSION = "1.33"
 # What a PATCH of a cluster may carry; the rest is fixed at create (a 400 naming the field).
 ZONE_CHANGE_FIELDS = {"availability_zone"}
 

@@ -105,3 +105,11 @@ def test_zone_not_offered_and_duplicate_names(admin_api):
     fields = admin_api.post("/api/v1/clusters/", dup, format="json").json()["error"]["fields"]
     assert "name" in fields["instance_groups"]["1"]
     assert not Cluster.objects.exists()
+
+
+def test_a_cluster_without_a_version_gets_the_catalogs_current_eks_default(team):
+    from clusters.readers.catalog import DEFAULT_KUBERNETES_VERSION, KUBERNETES_VERSIONS
+    from sandbox.aws.eks_clusters import DEFAULT_VERSION as SANDBOX_EKS_DEFAULT
+
+    cluster = Cluster.objects.create(team=team, name="bare", region="us-west-2", availability_zone="us-west-2a")
+    assert cluster.kubernetes_version == DEFAULT_KUBERNETES_VERSION == max(KUBERNETES_VERSIONS) == SANDBOX_EKS_DEFAULT
