@@ -7,10 +7,12 @@ from functools import wraps
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect
 
 from instantstart.tenancy.roles import Role
+from instantstart.tenancy.services import must_change_password
 
 
 def team_required(view: Callable | None = None, *, role: str = Role.VIEWER):
@@ -30,6 +32,10 @@ def team_required(view: Callable | None = None, *, role: str = Role.VIEWER):
                     page = request.htmx.current_url_abs_path or "/"
                     return HttpResponseClientRedirect(redirect_to_login(page).url)
                 return redirect_to_login(request.get_full_path())
+            if must_change_password(request.user):
+                # Invited with a one-time password: their own password first, then the portal.
+                page = reverse("portal:password_change")
+                return HttpResponseClientRedirect(page) if request.htmx else redirect(page)
             access = request.access
             if not access:
                 return render(request, "portal/no_team.html", {"section": None})

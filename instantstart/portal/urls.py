@@ -12,6 +12,7 @@ urlpatterns = [
         name="login",
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("password/", views.PasswordChange.as_view(), name="password_change"),
     path("", views.dashboard, name="dashboard"),
     path("team/switch/", views.switch_team, name="switch_team"),
     path("clusters/", include("clusters.portal_urls")),

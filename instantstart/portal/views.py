@@ -6,13 +6,14 @@ import uuid
 from decimal import Decimal
 
 from django.contrib import messages
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import Resolver404, resolve
+from django.urls import Resolver404, resolve, reverse_lazy
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
@@ -28,6 +29,7 @@ from instantstart.tenancy.models import ApiToken, Cloud, Membership, Team
 from instantstart.tenancy.roles import Role
 from instantstart.tenancy.serializers import (
     ApiTokenCreateSerializer,
+    MemberInviteSerializer,
     MembershipSerializer,
     TeamSerializer,
     known_regions,
@@ -36,6 +38,9 @@ from instantstart.tenancy.services import (
     add_member,
     change_member_role,
     create_token,
+    invite_member,
+    must_change_password,
+    password_changed,
     remove_member,
     revoke_token,
     update_team,
@@ -53,6 +58,8 @@ INTERNAL_KIND_PREFIXES = ("engine.",)
 AUDIT_PER_PAGE = 50
 # The raw secret of a token just created waits here for the one page render that shows it.
 NEW_TOKEN_SESSION_KEY = "instantstart.portal.new_token"
+# Likewise the one-time password of a user just invited (created by "Add a member").
+NEW_MEMBER_SESSION_KEY = "instantstart.portal.new_member"
 
 # --- team switcher ------------------------------------------------------------------------------
 
@@ -283,6 +290,7 @@ def _render_team(request, *, status: int = 200, settings_form=None, member_form=
         "tokens": ApiToken.objects.visible_to(access).select_related("user") if is_admin else None,
         # Shown on this render only: popping it means a reload no longer has it.
         "new_token": request.session.pop(NEW_TOKEN_SESSION_KEY, None) if is_admin else None,
+        "new_member": request.session.pop(NEW_MEMBER_SESSION_KEY, None) if is_admin else None,
     }
     return render(request, "team/page.html", context, status=status)
 
@@ -324,6 +332,8 @@ def team_settings(request):
 @require_POST
 def member_add(request):
     data = {"username": request.POST.get("username", "").strip(), "role": request.POST.get("role", "")}
+    if request.POST.get("create") == "on":
+        return _member_invite(request, data)
     serializer = MembershipSerializer(data=data, context={"team": request.access.team})
     if not serializer.is_valid():
         messages.error(request, "Member not added: correct the fields marked below.")
@@ -332,6 +342,38 @@ def member_add(request):
     add_member(access=request.access, user=user, role=serializer.validated_data.get("role", Role.MEMBER))
     messages.success(request, f"{user.username} joined {request.access.team.name}.")
     return redirect("portal:team")
+
+
+def _member_invite(request, data: dict):
+    """Create the user with a one-time password, shown once on the team page (like a token's secret)."""
+    serializer = MemberInviteSerializer(data={key: value for key, value in data.items() if value})
+    if not serializer.is_valid():
+        messages.error(request, "Member not added: correct the fields marked below.")
+        values = {**data, "create": True}
+        return _render_team(request, status=400, member_form={"values": values, "errors": serializer.errors})
+    membership, password = invite_member(access=request.access, **serializer.validated_data)
+    username = membership.user.username
+    request.session[NEW_MEMBER_SESSION_KEY] = {"username": username, "password": password}
+    messages.success(
+        request, f"{username} was created and joined {request.access.team.name}. Pass on the one-time password now."
+    )
+    return redirect("portal:team")
+
+
+class PasswordChange(auth_views.PasswordChangeView):
+    """Django's password change; it also ends the one-time password of an invited user."""
+
+    template_name = "portal/password_change.html"
+    success_url = reverse_lazy("portal:dashboard")
+
+    def get_context_data(self, **kwargs):
+        return {**super().get_context_data(**kwargs), "must_change": must_change_password(self.request.user)}
+
+    def form_valid(self, form):
+        response = super().form_valid(form)
+        password_changed(self.request.user)
+        messages.success(self.request, "Your password is changed.")
+        return response
 
 
 def _membership_for(request, membership_id: int) -> Membership:

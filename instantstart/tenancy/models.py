@@ -140,3 +140,18 @@ class ApiToken(models.Model):
         if membership_role is None:
             return None
         return lower_role(self.role, membership_role)
+
+
+class OneTimePassword(models.Model):
+    """A user a team admin invited with a password shown once: they must choose their own at first
+    login (the portal sends them to the password change page until they do). Only the flag is kept;
+    the password itself lives hashed on the user like any other."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="one_time_password"
+    )
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+", help_text="The team that invited.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.user} must change the one-time password"

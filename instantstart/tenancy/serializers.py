@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import boto3
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
 from rest_framework import serializers
 
@@ -122,6 +123,26 @@ class TeamSerializer(serializers.ModelSerializer):
             if errors:
                 raise serializers.ValidationError(errors)
         return attrs
+
+
+class MemberInviteSerializer(serializers.Serializer):
+    """A new user to create and add to the team (portal "Add a member", "create the user")."""
+
+    username = serializers.CharField(max_length=150)
+    role = serializers.ChoiceField(choices=Role.choices, default=Role.MEMBER)
+
+    def validate_username(self, value: str) -> str:
+        field = get_user_model()._meta.get_field("username")
+        for validator in field.validators:
+            try:
+                validator(value)
+            except DjangoValidationError as exc:
+                raise serializers.ValidationError(list(exc.messages)) from exc
+        if get_user_model().objects.filter(username__iexact=value).exists():
+            raise serializers.ValidationError(
+                f"A user named {value!r} exists already: add them by username (leave the box unticked)."
+            )
+        return value
 
 
 class MembershipSerializer(serializers.ModelSerializer):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from datetime import datetime
 
 from django.contrib.auth import get_user_model
@@ -13,7 +14,7 @@ from instantstart.errors import StateConflict
 from instantstart.operations.audit import record_audit
 
 from .access import Access, Via
-from .models import ApiToken, Membership, Team
+from .models import ApiToken, Membership, OneTimePassword, Team
 from .roles import Role
 
 
@@ -80,6 +81,28 @@ def add_member(*, access: Access, user, role: str) -> Membership:
             access=access, action="member.add", target=membership, summary={"user": user.username, "role": role}
         )
     return membership
+
+
+def invite_member(*, access: Access, username: str, role: str) -> tuple[Membership, str]:
+    """Create a new user with a one-time password and add them to the team. Returns the membership
+    and the password (shown to the admin once; the user must change it at first login)."""
+    password = secrets.token_urlsafe(12)
+    with transaction.atomic():
+        user = get_user_model().objects.create_user(username=username, password=password)
+        OneTimePassword.objects.create(user=user, team=access.team)
+        membership = Membership.objects.create(team=access.team, user=user, role=role)
+        record_audit(access=access, action="member.invite", target=membership, summary={"user": username, "role": role})
+    return membership, password
+
+
+def must_change_password(user) -> bool:
+    """Whether the user still has the one-time password an admin's invite gave them."""
+    return OneTimePassword.objects.filter(user=user).exists()
+
+
+def password_changed(user) -> None:
+    """The user chose their own password: the one-time one is gone, and with it the obligation."""
+    OneTimePassword.objects.filter(user=user).delete()
 
 
 def change_member_role(*, access: Access, membership: Membership, role: str) -> Membership:

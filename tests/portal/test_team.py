@@ -242,3 +242,57 @@ class TestRolesExplained:
         form = page[page.index('id="add-member"') : page.index("</form>", page.index('id="add-member"'))]
         assert f"create_token --team {team.slug} --user NAME --role member --create" in form
         assert "changepassword" in form and "/admin/auth/user/add/" in form
+
+
+class TestInvite:
+    """ "Add a member" with "Create the user": a new account with a one-time password, shown once."""
+
+    def test_admin_creates_a_user_who_must_change_the_one_time_password(self, admin_client, team, client):
+        response = admin_client.post(
+            reverse("portal:member_add"), {"username": "erin", "role": "member", "create": "on"}
+        )
+        assert response.status_code == 302 and response["Location"] == TEAM
+        page = admin_client.get(TEAM).content.decode()
+        box = page[page.index('id="new-member"') : page.index("</div>", page.index('id="new-member"'))]
+        password = box.split('<code class="secret">')[1].split("</code>")[0]
+        assert "erin" in box and len(password) >= 12
+        assert 'id="new-member"' not in admin_client.get(TEAM).content.decode()  # shown once
+        assert Membership.objects.get(team=team, user__username="erin").role == Role.MEMBER
+        assert AuditEvent.objects.get(action="member.invite").summary == {"user": "erin", "role": "member"}
+
+        # First login with the one-time password lands on the password change page, whatever is asked.
+        response = client.post("/login/", {"username": "erin", "password": password}, follow=True)
+        assert response.redirect_chain[-1][0] == reverse("portal:password_change")
+        assert "one-time password" in response.content.decode()
+        response = client.get("/clusters/")
+        assert response.status_code == 302 and response["Location"] == reverse("portal:password_change")
+        response = client.get("/", headers={"HX-Request": "true"})
+        assert response["HX-Redirect"] == reverse("portal:password_change")
+
+        new = "a-long-new-passphrase-42"
+        response = client.post(
+            reverse("portal:password_change"),
+            {"old_password": password, "new_password1": new, "new_password2": new},
+            follow=True,
+        )
+        assert response.status_code == 200 and "Your password is changed." in response.content.decode()
+        assert client.get("/clusters/").status_code == 200  # normal pages from now on
+        client.post("/logout/")
+        response = client.post("/login/", {"username": "erin", "password": new})
+        assert response.status_code == 302 and client.get("/").status_code == 200
+
+    def test_an_existing_username_or_a_bad_one_is_an_inline_error(self, admin_client, member_user, team):
+        for username, message in [(member_user.username, "exists already"), ("no spaces!", "Enter a valid username")]:
+            response = admin_client.post(
+                reverse("portal:member_add"), {"username": username, "role": "viewer", "create": "on"}
+            )
+            html = response.content.decode()
+            assert response.status_code == 400 and message in html, html
+            assert 'id="id_member_create" name="create" type="checkbox" checked' in html
+        assert not AuditEvent.objects.filter(action="member.invite").exists()
+
+    def test_existing_users_are_still_added_by_username_and_need_no_change(self, admin_client, team, client):
+        get_user_model().objects.create_user(username="frank", password="pw-frank-123")
+        admin_client.post(reverse("portal:member_add"), {"username": "frank", "role": "viewer"})
+        client.post("/login/", {"username": "frank", "password": "pw-frank-123"})
+        assert client.get("/").status_code == 200
