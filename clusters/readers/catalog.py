@@ -5,7 +5,12 @@ Read-only, over the team's own account (no operation, nothing created).
 
 from __future__ import annotations
 
+import hashlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+
+from botocore.exceptions import BotoCoreError, ClientError
+from django.core.cache import cache
 
 from instantstart.cloud.aws import TeamCloud, team_cloud
 from instantstart.errors import cloud_read
@@ -161,6 +166,42 @@ def instance_type_info(team: Team, region: str, instance_type: str) -> InstanceT
     ):
         zones.update(o["Location"] for o in page["InstanceTypeOfferings"])
     return _describe(described[0], zones)
+
+
+# How long the regions' accelerator offerings of a team are reused (the create form reads them all).
+REGION_OFFERINGS_CACHE_SECONDS = 300
+
+
+def _offers_accelerators(cloud: TeamCloud, region: str) -> bool | None:
+    """Whether the account is offered any accelerator type in the region (one paginated read of the
+    region's offerings, stopping at the first accelerator); None when the region cannot be read
+    (an opt-in region not enabled for the account, an outage): then nothing is claimed about it."""
+    ec2 = cloud.client("ec2", region)
+    try:
+        pages = ec2.get_paginator("describe_instance_type_offerings").paginate(
+            LocationType="region", PaginationConfig={"PageSize": 1000}
+        )
+        return any(is_accelerator(o["InstanceType"]) for page in pages for o in page["InstanceTypeOfferings"])
+    except (ClientError, BotoCoreError):
+        return None
+
+
+@cloud_read()
+def accelerator_regions(team: Team, regions: list[str], *, read: bool = True) -> dict[str, bool | None] | None:
+    """{region: offers accelerator types?} for the team's account, one offerings read per region,
+    cached per team (and its cloud settings) for REGION_OFFERINGS_CACHE_SECONDS. With read=False
+    only what is cached (None when nothing is): a page renders at once and asks for the rest later."""
+    settings_and_regions = hashlib.sha256(f"{team.cloud}:{team.aws_role_arn}:{','.join(regions)}".encode())
+    key = f"catalog:accelerator-regions:{team.pk}:{settings_and_regions.hexdigest()[:16]}"
+    found = cache.get(key)
+    if found is None and read:
+        cloud = team_cloud(team)
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            found = dict(
+                zip(regions, pool.map(lambda region: _offers_accelerators(cloud, region), regions), strict=True)
+            )
+        cache.set(key, found, REGION_OFFERINGS_CACHE_SECONDS)
+    return found
 
 
 @cloud_read()

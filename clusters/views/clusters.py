@@ -17,7 +17,6 @@ from instantstart.portal.guards import team_required
 from instantstart.portal.panels import kind_or_none
 from instantstart.portal.partials import wants_partial
 from instantstart.tenancy.roles import Role
-from instantstart.tenancy.serializers import known_regions
 
 from ..models import CapacityType, Cluster, DeepHealthCheck, StorageChoice
 from ..readers.preflight import preflight_new_cluster
@@ -30,7 +29,7 @@ from ..serializers import (
 )
 from ..serializers.queries import ClusterDeleteQuerySerializer
 from ..services import change_zone, create_cluster, delete_cluster, set_active_cluster
-from .common import catalog_context, form_values, query_of
+from .common import catalog_context, form_values, query_of, region_choices
 from .tabs import BUSY, TABS, cluster_page, detail_context, operation_context, status_context, tab_context
 
 # The fields of the create form. One instance group is enough here; REST takes several.
@@ -38,6 +37,7 @@ CLUSTER_FIELDS = ("name", "region", "availability_zone", "kubernetes_version", "
 GROUP_FIELDS = ("group_name", "instance_type", "count", "capacity_type", "training_plan_arn")
 DEFAULT_GROUP_NAME = "workers"
 FORM_PARTS = {
+    "regions": "clusters/_region_block.html",
     "zones": "clusters/_zone_block.html",
     "types": "clusters/_type_block.html",
     "capacity": "clusters/_capacity_block.html",
@@ -149,7 +149,9 @@ def _form_context(request, values: dict, errors: dict | None = None) -> dict:
         "section": "clusters",
         **catalog_context(request.access.team, values),
         "errors": errors or {},
-        "regions": known_regions(),
+        # The regions' offerings are read once per team and cached: the page does not wait for them,
+        # a cold cache is filled by the region block's own request once the page has loaded.
+        **region_choices(request.access.team, read=False),
         "kubernetes_versions": KUBERNETES_VERSIONS,
         "storages": StorageChoice.choices,
         "capacity_types": CapacityType.choices,
@@ -193,6 +195,9 @@ def cluster_form_part(request, part: str):
     if part not in FORM_PARTS:
         raise Http404("No such part of the form.")
     values = _form_values(request.GET, request.access.team)
+    if part == "regions":
+        context = {"values": values, "errors": {}, **region_choices(request.access.team)}
+        return render(request, FORM_PARTS[part], context)
     context = catalog_context(
         request.access.team,
         values,

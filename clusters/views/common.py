@@ -8,7 +8,7 @@ from rest_framework import serializers
 from instantstart.operations.models import Operation
 from instantstart.portal.errors import page_errors
 from instantstart.tenancy.models import Team
-from instantstart.tenancy.serializers import region_problem
+from instantstart.tenancy.serializers import known_regions, region_problem
 
 from ..models import CapacityType, Cluster
 from ..readers import catalog
@@ -82,3 +82,20 @@ def health_class(health: str | None) -> str:
     if (health or "").startswith("Unschedulable"):
         return "health-bad"
     return "health-other"
+
+
+def region_choices(team: Team, *, read: bool = True) -> dict:
+    """The form's regions: those where the team's account is offered accelerator types first, then
+    (listed last, labelled) those where it is offered none. A region that could not be read, or a
+    cloud that cannot be reached at all, is not claimed to offer nothing. With read=False only the
+    team's cached reads are used; ``regions_pending`` then says the marking is still to be read."""
+    regions = known_regions()
+    offered = None
+    with page_errors():
+        offered = catalog.accelerator_regions(team, regions, read=read)
+    marks = offered or {}
+    return {
+        "regions": [region for region in regions if marks.get(region) is not False],
+        "regions_without_accelerators": [region for region in regions if marks.get(region) is False],
+        "regions_pending": offered is None and not read,
+    }

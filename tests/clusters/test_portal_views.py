@@ -17,7 +17,7 @@ from instantstart.tenancy.roles import Role
 from tests.factories import MembershipFactory, OperationFactory
 from tests.support import logged_in, make_member
 
-from .helpers import HTMX, efa_checkbox, options
+from .helpers import HTMX, efa_checkbox, options, sandbox_calls
 from .helpers import cluster_with_group as make_cluster
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("sandbox", "no_enqueue")]
@@ -75,6 +75,35 @@ class TestList:
 
 class TestCreateForm:
     """One team (one sandbox account) per test: its first catalog reads are the slow ones."""
+
+    def test_regions_without_accelerator_types_are_listed_last_and_labelled(self, admin_client, team, sandbox):
+        def offering_reads() -> int:
+            return sandbox_calls(sandbox, team.sandbox_account_id).get("ec2:DescribeInstanceTypeOfferings", 0)
+
+        # The page does not wait for the regions' offerings: its region block asks for them once loaded.
+        before = offering_reads()
+        html = admin_client.get(reverse("portal:cluster_new")).content.decode()
+        regions_url = reverse("portal:cluster_form_part", kwargs={"part": "regions"})
+        assert f'hx-get="{regions_url}" hx-trigger="load"' in html and "regions-without-accelerators" not in html
+        assert offering_reads() - before <= 1  # the chosen zone's types only
+
+        before = offering_reads()
+        block = admin_client.get(regions_url, {"region": "us-west-2"}, **HTMX).content.decode()
+        regions = options(block, "region")
+        assert offering_reads() - before == len(regions)  # one offerings read per region
+        assert "<html" not in block and 'hx-trigger="load"' not in block
+        group = block[block.index('id="regions-without-accelerators"') : block.index("</optgroup>")]
+        assert 'label="No accelerator types offered"' in block
+        # The sandbox (moto's offerings data) offers af-south-1 no accelerator type, us-west-2 many.
+        assert 'value="af-south-1"' in group and "af-south-1 (no accelerator types offered)" in group
+        assert 'value="us-west-2"' not in group and 'value="us-west-2" selected' in block
+        assert regions.index("us-west-2") < regions.index("af-south-1") and regions[-1] in group
+
+        # Cached per team: the next page is marked at once, without reading the regions again.
+        before = offering_reads()
+        html = admin_client.get(reverse("portal:cluster_new")).content.decode()
+        assert "af-south-1 (no accelerator types offered)" in html and 'hx-trigger="load"' not in html
+        assert offering_reads() - before <= 1
 
     def test_the_catalog_cascade_offers_only_what_the_cloud_offers(self, admin_client, team):
         html = admin_client.get(reverse("portal:cluster_new")).content.decode()
