@@ -73,3 +73,21 @@ def test_create_a_cluster_in_the_form_and_follow_it_to_the_end(
     expect(page.locator("table.clusters")).to_contain_text("train")
     expect(page.locator(".cluster-switcher select")).to_have_value(str(cluster.pk))
     screenshot(page, "clusters-list.png", tmp_path)
+
+
+def test_the_region_list_marks_regions_without_accelerator_types_once_loaded(
+    live_server, sandbox, team, admin_user, page
+):
+    from playwright.sync_api import expect
+
+    page.goto(f"{live_server.url}/clusters/new/")
+    page.fill("#id_username", "alice")
+    page.fill("#id_password", "pw-alice-123")
+    page.click("button[type=submit]")
+    expect(page.locator("h1")).to_have_text("Create cluster")
+    group = page.locator("#id_region optgroup[label='No accelerator types offered']")
+    expect(group.locator("option[value='af-south-1']")).to_have_count(1, timeout=30_000)
+    expect(group.locator("option[value='us-west-2']")).to_have_count(0)
+    expect(page.locator("#id_region")).to_have_value("us-west-2")
+    page.select_option("#id_region", "eu-west-1")  # the marked list still drives the zones
+    expect(page.locator("#id_availability_zone")).to_have_value("eu-west-1a")
