@@ -58,4 +58,4 @@ def swapped(page, action) -> None:
         "document.body.addEventListener('htmx:afterSettle', () => { window.__settled = true; }, {once: true})"
     )
     action()
-    page.wait_for_function("window.__settled === true")
+    page.wait_for_function("() => window.__settled === true")
