@@ -355,6 +355,9 @@ SPECTACULAR_SETTINGS = {
         "JobStatusEnum": "training.models.JobStatus",
         "StorageKindEnum": "clusters.models.StorageKind",
         "ClusterStorageEnum": "clusters.models.StorageChoice",
+        "DownloadKindEnum": "inference.models.DownloadKind",
+        "FeatureKindEnum": [("feature", "feature"), ("dependency", "dependency")],
+        "JobKindEnum": "training.models.JobKind",
     },
     "SERVE_AUTHENTICATION": [],
     # Every operation documents its error answers in the one error shape (instantstart.api.schema).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
 from clusters.api.clusters import ClusterChildMixin
@@ -36,7 +36,7 @@ class FileViewSet(ClusterChildMixin, TeamViewSet):
 
     queryset = Cluster.objects.none()
     pagination_class = None
-    parser_classes = [MultiPartParser, FormParser]
+    parser_classes = [MultiPartParser]  # a file upload: multipart only
 
     @extend_schema(
         parameters=[FilesQuerySerializer],
