@@ -101,10 +101,16 @@ class Sandbox:
         port: int = 0,
         speedup: float | None = None,
         region: str = "us-west-2",
+        *,
+        snapshots: bool = True,
     ):
+        """``snapshots=False``: never write the world's snapshots (a throwaway sandbox, e.g. one shared
+        by a whole test run: pickling every account's state every few seconds would cost more than
+        the run). The state directory is still used for what runs there (MLflow, endpoints)."""
         from sandbox.aws.world import World
 
         self.state_dir = Path(state_dir) if state_dir else None
+        self.snapshots = snapshots
         self.port = port
         self.speedup = float(speedup) if speedup is not None else _default_speedup()
         self.region = region
@@ -213,6 +219,8 @@ class Sandbox:
                 Sandbox._running = None
 
     def save(self) -> None:
+        if not self.snapshots:
+            return
         self.world.save()
         if self.kube is not None and self.state_dir:
             self.kube.save()
@@ -269,6 +277,8 @@ class Sandbox:
             self.contained.run(("save",), self._save_due)
 
     def _save_due(self) -> None:
+        if not self.snapshots:
+            return
         now = time.monotonic()
         if self.state_dir and self.world.dirty and now - self._last_save >= SAVE_EVERY:
             self._last_save = now

@@ -286,7 +286,7 @@ def sandbox_server(tmp_path_factory):
     """One sandbox per test run (moto's state is process-global); teams are isolated as accounts."""
     from sandbox.server import Sandbox
 
-    server = Sandbox(tmp_path_factory.mktemp("sandbox"), port=0, speedup=SANDBOX_SPEEDUP).start()
+    server = Sandbox(tmp_path_factory.mktemp("sandbox"), port=0, speedup=SANDBOX_SPEEDUP, snapshots=False).start()
     yield server
     server.stop()
 
