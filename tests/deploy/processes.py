@@ -165,7 +165,10 @@ def children(pid: int) -> list[int]:
     """Direct child processes (from /proc), e.g. the worker an all-in-one process started."""
     found = []
     for task in Path(f"/proc/{pid}/task").iterdir():
-        text = (task / "children").read_text().split()
+        try:
+            text = (task / "children").read_text().split()
+        except FileNotFoundError:  # the thread ended between the listing and the read
+            continue
         found.extend(int(child) for child in text)
     return found
 
