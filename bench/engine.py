@@ -16,8 +16,12 @@ Modes:
   legacy   the engine before issue 16 (bench/legacy_engine.py, run by bench/legacy_worker.py): one
            advance per message through the ORM, every phase hand-off through the queue, a database
            connection per task; one `--pool solo` worker per process, as it was run then
+  queue    this engine with OPERATION_HOLD_SECONDS=0: every wait releases the lease and sends a
+           countdown message, and the next advance claims the operation again (how stop 18 ran waits)
   engine   instantstart/operations/engine.py with the worker settings production uses
-           (CELERY_WORKER_POOL / CELERY_WORKER_CONCURRENCY unless --pool / --concurrency say otherwise)
+           (CELERY_WORKER_POOL / CELERY_WORKER_CONCURRENCY unless --pool / --concurrency say otherwise):
+           a worker keeps the operations that wait and runs their next advances itself (holding.py),
+           one SELECT and one conditional UPDATE per poll
 
 `--workers 1 2 4` repeats each run with that many worker processes (more processes on more machines
 is how production grows); the scaling lines say how close to linear each step is and how busy the
@@ -27,7 +31,7 @@ once, which measures the most advances/s the workers can do rather than what the
 the run from the first step: without it, creating 1,000 operations in this process can take longer
 than the engine needs to run them. For each run one line scripts can read:
 
-  summary mode=<legacy|engine> n=<N> advances_per_s=<x> queries_per_advance=<x> commits_per_advance=<x>
+  summary mode=<legacy|queue|engine> n=<N> advances_per_s=<x> queries_per_advance=<x> commits_per_advance=<x>
           lag_p99_s=<x> workers=<W> connections_per_1000_advances=<x> start_p99_s=<x> pool=<pool>x<n>
 
 (start = created -> the operation's first step started: a new operation's first message waits behind
@@ -73,7 +77,7 @@ from bench.common import (  # noqa: E402
 
 BENCH_DB = "instantstart_bench"
 KIND = "engine.selftest"
-MODES = ("legacy", "engine")
+MODES = ("legacy", "queue", "engine")
 
 
 # --- setup ----------------------------------------------------------------------------------
@@ -116,6 +120,8 @@ def workers_for(mode: str, count: int, queue: str, args) -> list[BenchWorker]:
         env.update(legacy_engine.WORKER_ENV)
         pool, concurrency, app = "solo", 1, legacy_engine.WORKER_APP
     else:
+        if mode == "queue":
+            env["OPERATION_HOLD_SECONDS"] = "0"  # every wait a countdown message, nothing kept
         pool = args.pool or settings.CELERY_WORKER_POOL
         concurrency = args.concurrency or settings.CELERY_WORKER_CONCURRENCY
         app = "instantstart"
@@ -175,12 +181,15 @@ def measure_queries(team, mode: str, waits: int, size: int) -> QuerySample:
     from django.utils import timezone
 
     from bench import legacy_engine
-    from instantstart.operations import engine
+    from instantstart.operations import engine, holding
     from instantstart.operations.models import TERMINAL, Operation
     from instantstart.operations.services import start_operation
     from instantstart.tenancy.services import system_access
 
     advance = legacy_engine.advance if mode == "legacy" else engine.advance
+    # As in a worker: the engine keeps the operations that wait (holding.py), and their next
+    # advances are run from the holder, by hand here.
+    holder = holding.Holder(1, run_threads=False) if mode == "engine" else None
     queue = f"bench-{uuid.uuid4().hex[:10]}-sample"
     use_queue(queue)  # no worker consumes it; the messages advance() sends are dropped below
     sample = QuerySample()
@@ -191,10 +200,13 @@ def measure_queries(team, mode: str, waits: int, size: int) -> QuerySample:
         for _ in range(waits + 20):
             if not active:
                 break
+            kept = dict(holder.due(time.time() + 1e9)) if holder is not None else {}
             for pk in list(active):
-                Operation.objects.filter(pk=pk).update(wake_at=timezone.now() - timedelta(seconds=1))
-                with CaptureQueriesContext(connection) as captured:
-                    outcome = advance(pk)
+                token = kept.get(str(pk))
+                if token is None:
+                    Operation.objects.filter(pk=pk).update(wake_at=timezone.now() - timedelta(seconds=1))
+                with holding.use(holder), CaptureQueriesContext(connection) as captured:
+                    outcome = advance(pk) if token is None else holder.run(str(pk), token)
                 statements = [q["sql"] for q in captured.captured_queries]
                 steps = getattr(outcome, "steps", 0) or (0 if outcome.action == "skipped" else 1)
                 sample.advances += steps

@@ -252,6 +252,18 @@ OPERATIONS = {
     ),
 }
 OPERATIONS["WORKER_STALE_SECONDS"] = 4.5 * OPERATIONS["HEARTBEAT_SECONDS"]
+# A worker keeps the lease of an operation whose wait is at most this long and runs its next
+# advance itself (operations/holding.py): no message, no claim. 0: every wait goes through the broker.
+OPERATIONS["HOLD_SECONDS"] = env_float("OPERATION_HOLD_SECONDS", 600.0, minimum=0.0)
+# Operations one worker process keeps at most; more wait through the broker.
+OPERATIONS["HOLD_MAX"] = env_int("OPERATION_HOLD_MAX", 5000, minimum=0)
+# A kept operation's lease: renewed while its worker lives; a killed worker's kept operations are
+# resumed by others this long after its last renewal.
+OPERATIONS["HOLD_LEASE_SECONDS"] = env_float(
+    "OPERATION_HOLD_LEASE", 2 * OPERATIONS["WORKER_STALE_SECONDS"], minimum=0.5
+)
+# How often a worker looks for cancellations of the operations it keeps (and renews their leases).
+OPERATIONS["HOLD_WATCH_SECONDS"] = env_float("OPERATION_HOLD_WATCH", 0.5, minimum=0.05)
 # Last resort for a message that vanished from the broker itself (e.g. Redis restarted without
 # persistence): a message still outstanding this long after it was sent is sent again.
 OPERATIONS["MESSAGE_LOST_AFTER_SECONDS"] = env_float(

@@ -30,7 +30,7 @@ from django.utils import timezone
 
 from instantstart.cloud.errors import classify
 
-from . import lease
+from . import holding, lease
 from .context import StepContext
 from .heartbeat import forget_messages_of
 from .lease import Sql
@@ -87,27 +87,64 @@ def advance(operation_id: str | uuid.UUID) -> Outcome:
     )
     if claimed is None:
         return Outcome("skipped")
-    operation, phase = claimed
+    return _advance(*claimed, token, counted=True)
+
+
+def advance_kept(operation_id: str | uuid.UUID, token: uuid.UUID) -> Outcome:
+    """The next advance of an operation this worker kept leased while it waited (holding.py).
+
+    No claim: the lease is already this worker's, so one SELECT reads the operation and the write
+    that saves the step's result also counts the advance.
+    """
+    loaded = lease.load(operation_id, token)
+    if loaded is None:  # taken over (the lease ran out), cancelled and finished, or gone
+        return Outcome("skipped")
+    return _advance(*loaded, token, counted=False)
+
+
+def _advance(operation: Operation, phase: Phase | None, token: uuid.UUID, *, counted: bool) -> Outcome:
+    run = _Run(operation, phase, token, counted=counted)
     try:
-        outcome = _Run(operation, phase, token).run()
+        return run.run()
     except BaseException:
         # Given back so the sweep's next message finds the operation free; the step may be redone.
         try:
-            lease.release(operation.pk, token)
+            run.release()
         except Exception:  # noqa: BLE001 - the lease then expires on its own
             log.warning("could not release the lease of %s", operation.pk, exc_info=True)
         raise
-    return outcome
 
 
 class _Run:
     """One advance of one leased operation: its steps, until one waits, fails or the budget ends."""
 
-    def __init__(self, operation: Operation, phase: Phase | None, token: uuid.UUID) -> None:
+    def __init__(self, operation: Operation, phase: Phase | None, token: uuid.UUID, *, counted: bool) -> None:
         self.operation, self.phase, self.token = operation, phase, token
         self.kind: OperationKind = get_kind(operation.kind)
         self.started = time.monotonic()
         self.steps = 0
+        # Step runs not yet added to advance_count (a claim counts the first one itself).
+        self.uncounted = 0 if counted else 1
+        self.kept = not counted  # run by the holder of a kept operation, not from a message
+        # Phase changes saved with the next write: a phase's start, and a finished phase's result
+        # when the next phase runs in this advance (one write per step result, not two).
+        self.deferred: dict[int, dict] = {}
+
+    def _write(self, operation: dict, phases: dict[int, dict] | None = None) -> lease.Written:
+        """A write under the lease, with the deferred phase changes and the step runs it follows."""
+        if self.uncounted:
+            operation = {**operation, "advance_count": Sql(f"{_col('advance_count')} + {self.uncounted:d}")}
+        merged = {pk: dict(values) for pk, values in self.deferred.items()}
+        for pk, values in (phases or {}).items():
+            merged[pk] = {**merged.get(pk, {}), **values}
+        written = lease.write(self.operation.pk, self.token, operation=operation, phases=merged)
+        if written.held:
+            self.uncounted, self.deferred = 0, {}
+        return written
+
+    def release(self) -> None:
+        """Give the lease back after an unexpected error, with what the finished phases recorded."""
+        self._write(_released())
 
     def run(self) -> Outcome:
         while True:
@@ -116,8 +153,8 @@ class _Run:
             if self.phase is None:
                 return self._finish(OperationStatus.SUCCEEDED)
             step = self.kind.step(self.phase.name)
-            if self.phase.status != PhaseStatus.RUNNING and not self._start_phase():
-                return Outcome("skipped", steps=self.steps)
+            if self.phase.status != PhaseStatus.RUNNING:
+                self._start_phase()
             ctx = StepContext(operation=self.operation, phase=self.phase, lease_token=self.token)
             result = _run_step(step, ctx)
             self.steps += 1
@@ -127,19 +164,13 @@ class _Run:
             if outcome is not None:
                 return outcome
 
-    def _start_phase(self) -> bool:
+    def _start_phase(self) -> None:
+        """Mark the phase running; saved with the step's result (the claim or read just checked the lease)."""
         phase, now = self.phase, timezone.now()
         phase.status, phase.started_at = PhaseStatus.RUNNING, phase.started_at or now
         phase.attempts, phase.finished_at = phase.attempts + 1, None
         values = {"status": phase.status, "started_at": phase.started_at, "attempts": phase.attempts}
-        written = lease.write(
-            self.operation.pk,
-            self.token,
-            operation={"lease_until": now + timedelta(seconds=_conf("LEASE_SECONDS"))},
-            phases={phase.pk: {**values, "finished_at": None}},
-        )
-        self.operation.cancel_requested = written.cancel_requested
-        return written.held
+        self.deferred[phase.pk] = {**values, "finished_at": None}
 
     def _save(self, step: Step, ctx: StepContext, result: StepResult | _Transient) -> Outcome | None:
         """Save one step's result; None means: go on with the next phase in this task."""
@@ -177,34 +208,43 @@ class _Run:
             values["state"] = self.phase.state
         return {self.phase.pk: values}
 
+    def _lease_seconds(self) -> float:
+        # A kept operation's lease is the holder's, which renews it while the process lives.
+        return holding.lease_seconds() if self.kept else _conf("LEASE_SECONDS")
+
     def _wait(self, ctx: StepContext, delay: float, message: str) -> Outcome:
+        phase = self.phase
+        result = self._phase_result(
+            ctx, message=message, attempts=phase.attempts, transient_failures=phase.transient_failures
+        )
+        return self._park(delay, result, "wait")
+
+    def _park(self, delay: float, phases: dict[int, dict], action: str) -> Outcome:
+        """Save the phases and the next wake-up; keep the lease (holding.py) or send a message."""
         now = timezone.now()
         wake = now + timedelta(seconds=delay)
-        # A countdown longer than the broker may hold a message is not sent: the sweep sends it
-        # when it comes due (Redis would otherwise deliver it again after its visibility timeout).
-        send = delay <= _conf("MAX_COUNTDOWN_SECONDS")
-        phase = self.phase
+        holder = holding.current()
+        keep = holder is not None and delay <= holding.hold_limit() and holder.has_room(self.operation.pk)
         cancelled = f"CASE WHEN {_col('cancel_requested')} THEN %s ELSE %s END"
-        written = lease.write(
-            self.operation.pk,
-            self.token,
-            operation={
-                # A cancel that arrived while the step ran is applied now, not after the wait.
-                "wake_at": Sql(cancelled, (now, wake)),
-                "enqueued_at": Sql(cancelled, (now, now if send else None)),
-                **_released(),
-            },
-            phases=self._phase_result(
-                ctx, message=message, attempts=phase.attempts, transient_failures=phase.transient_failures
-            ),
-        )
+        # A cancel that arrived while the step ran is applied now, not after the wait.
+        values, send = {"wake_at": Sql(cancelled, (now, wake))}, False
+        if keep:
+            values.update(enqueued_at=None, lease_until=wake + timedelta(seconds=holding.lease_seconds()))
+        else:
+            # A countdown longer than the broker may hold a message is not sent: the sweep sends it
+            # when it comes due (Redis would otherwise deliver it again after its visibility timeout).
+            send = delay <= _conf("MAX_COUNTDOWN_SECONDS")
+            values.update(enqueued_at=Sql(cancelled, (now, now if send else None)), **_released())
+        written = self._write(values, phases=phases)
         if not written.held:
             return Outcome("skipped", steps=self.steps)
         if written.cancel_requested:
             delay, send = 0.0, True
-        if send:
+        if keep:
+            holder.keep(self.operation.pk, self.token, delay)
+        elif send:
             enqueue_advance(self.operation.pk, countdown=delay, stamp=now)
-        return Outcome("wait", next_in=delay, steps=self.steps)
+        return Outcome(action, next_in=delay, steps=self.steps)
 
     def _done(self, ctx: StepContext, result: Done) -> Outcome | None:
         now = timezone.now()
@@ -215,42 +255,20 @@ class _Run:
         if following >= len(self.kind.steps):  # the kind's step list says: no next phase
             return self._finish(OperationStatus.SUCCEEDED, done=finished)
         if time.monotonic() - self.started < _conf("HANDOFF_SECONDS"):
-            written = lease.write(
-                self.operation.pk,
-                self.token,
-                operation={
-                    "wake_at": now,
-                    "lease_until": now + timedelta(seconds=_conf("LEASE_SECONDS")),
-                    "advance_count": Sql(f"{_col('advance_count')} + 1"),
-                },
-                phases=finished,
-                start_index=following,
-                start={
-                    "status": PhaseStatus.RUNNING,
-                    "started_at": Sql(f"COALESCE({_col('started_at')}, %s)", (now,)),
-                    "attempts": Sql(f"{_col('attempts')} + 1"),
-                    "finished_at": None,
-                },
-            )
-            if not written.held:
+            # The next phase runs in this advance; this one's result is saved with that one's.
+            seen = lease.phase_at(self.operation.pk, self.token, following)
+            if seen is None:
                 return Outcome("skipped", steps=self.steps)
-            self.operation.cancel_requested = written.cancel_requested
-            self.operation.wake_at = now
-            if written.next_phase is None:  # fewer phases stored than the kind has steps
+            self.operation.cancel_requested, next_phase = seen
+            for pk, values in finished.items():
+                self.deferred[pk] = {**self.deferred.get(pk, {}), **values}
+            if next_phase is None:  # fewer phases stored than the kind has steps
                 return self._finish(OperationStatus.SUCCEEDED)
-            self.phase = written.next_phase
+            self.uncounted += 1  # the next phase's step, run in this advance
+            self.operation.wake_at, self.phase = now, next_phase
             return None
-        # Out of budget: the next phase goes through the queue, so other operations get their turn.
-        written = lease.write(
-            self.operation.pk,
-            self.token,
-            operation={"wake_at": now, "enqueued_at": now, **_released()},
-            phases=finished,
-        )
-        if not written.held:
-            return Outcome("skipped", steps=self.steps)
-        enqueue_advance(self.operation.pk, countdown=0, stamp=now)
-        return Outcome("done", next_in=0, steps=self.steps)
+        # Out of budget: the next phase waits for its turn behind other operations' due advances.
+        return self._park(0.0, finished, "done")
 
     def _finish(
         self,
@@ -281,7 +299,7 @@ class _Run:
             if ctx is not None and ctx.pending_state:
                 extra = {**extra, "state": self.phase.state}
             phases[self.phase.pk] = {"status": phase_status, "finished_at": now, **extra}
-        if not lease.write(operation.pk, self.token, operation=values, phases=phases).held:
+        if not self._write(values, phases=phases).held:
             return Outcome("skipped", steps=self.steps)
         operation.status, operation.finished_at = status, now
         if self.kind.on_finish is not None:

@@ -130,9 +130,18 @@ def _writable_ctes(vendor: str) -> bool:
 
 
 @functools.cache
+def _current_phase_sql(vendor: str) -> str:
+    """An operation's current phase: the first one not succeeded ({op} names the operation's id)."""
+    return (
+        f"SELECT {_columns(vendor, Phase, 'p')} FROM {_table(vendor, Phase)} p WHERE p.{_q('operation_id')} = {{op}} "
+        f"AND p.{_q('status')} <> %s ORDER BY p.{_q('index')} LIMIT 1"
+    )
+
+
+@functools.cache
 def _claim_sql(vendor: str) -> tuple[str, ...]:
     """The claim: one statement with writable CTEs, else the UPDATE and the phase's SELECT."""
-    op, phase = _table(vendor, Operation), _table(vendor, Phase)
+    op = _table(vendor, Operation)
     status, cancel, started = _q("status"), _q("cancel_requested"), _q("started_at")
     update = (
         f"UPDATE {op} SET {_q('lease_token')} = %s, {_q('lease_until')} = %s, "
@@ -144,10 +153,7 @@ def _claim_sql(vendor: str) -> tuple[str, ...]:
         f"AND ({_q('wake_at')} IS NULL OR {_q('wake_at')} <= %s) "
         f"RETURNING {_columns(vendor, Operation)}"
     )
-    current = (
-        f"SELECT {_columns(vendor, Phase, 'p')} FROM {phase} p WHERE p.{_q('operation_id')} = {{op}} "
-        f"AND p.{_q('status')} <> %s ORDER BY p.{_q('index')} LIMIT 1"
-    )
+    current = _current_phase_sql(vendor)
     if _writable_ctes(vendor):
         return (
             f"WITH c AS ({update}) SELECT {_columns(vendor, Operation, 'c')}, {_columns(vendor, Phase, 'p')} "
@@ -167,17 +173,23 @@ def claim(operation_id: str | uuid.UUID, token: uuid.UUID, *, now: datetime, unt
     params = [_token(token), _when(until), OperationStatus.PENDING.value, OperationStatus.RUNNING.value]
     params += [_when(now), pk, *ACTIVE, _when(now), _when(due_by)]
     succeeded = PhaseStatus.SUCCEEDED.value
+    return _with_phase(_claim_sql(vendor), pk, [*params, succeeded], params)
+
+
+def _with_phase(statements: tuple[str, ...], pk, joined: list, alone: list):
+    """Run a statement returning the operation joined with its current phase (or, without writable
+    CTEs, the operation's statement with ``alone`` and then the phase's SELECT): (operation, phase)."""
+    succeeded = PhaseStatus.SUCCEEDED.value
     width = len(_fields(Operation))
-    statements = _claim_sql(vendor)
     with connection.cursor() as cursor:
         if len(statements) == 1:
-            cursor.execute(statements[0], [*params, succeeded])
+            cursor.execute(statements[0], joined)
             row = cursor.fetchone()
             if row is None:
                 return None
             op_values, phase_values = row[:width], row[width:]
         else:
-            cursor.execute(statements[0], params)
+            cursor.execute(statements[0], alone)
             op_values = cursor.fetchone()
             if op_values is None:
                 return None
@@ -186,6 +198,31 @@ def claim(operation_id: str | uuid.UUID, token: uuid.UUID, *, now: datetime, unt
     operation = _instance(Operation, op_values)
     phase = _instance(Phase, phase_values) if phase_values and phase_values[0] is not None else None
     return operation, phase
+
+
+@functools.cache
+def _load_sql(vendor: str) -> tuple[str, ...]:
+    """Reading an operation this worker keeps leased: one SELECT with its current phase (or two)."""
+    op = _table(vendor, Operation)
+    where = f"WHERE o.{_q('id')} = %s AND o.{_q('lease_token')} = %s AND o.{_q('status')} IN (%s, %s)"
+    current = _current_phase_sql(vendor)
+    if _writable_ctes(vendor):
+        return (
+            f"SELECT {_columns(vendor, Operation, 'o')}, {_columns(vendor, Phase, 'p')} FROM {op} o "
+            f"LEFT JOIN LATERAL ({current.format(op='o.' + _q('id'))}) p ON TRUE {where}",
+        )
+    return f"SELECT {_columns(vendor, Operation, 'o')} FROM {op} o {where}", current.format(op="%s")
+
+
+def load(operation_id: str | uuid.UUID, token: uuid.UUID):
+    """The operation (and its current phase) while ``token`` still holds its lease, else None.
+
+    What a worker reads before the next step of an operation it kept leased between two polls
+    (holding.py): no write, since the lease is already this worker's.
+    """
+    vendor, pk = connection.vendor, _pk(operation_id)
+    params = [pk, _token(token), *ACTIVE]
+    return _with_phase(_load_sql(vendor), pk, [PhaseStatus.SUCCEEDED.value, *params], params)
 
 
 # --- writes under the lease -----------------------------------------------------------------
@@ -197,7 +234,6 @@ class Written:
 
     held: bool
     cancel_requested: bool = False
-    next_phase: Phase | None = None
 
 
 LOST = Written(held=False)
@@ -206,7 +242,7 @@ Shape = tuple[tuple[str, str | None], ...]
 
 
 @functools.cache
-def _write_sql(vendor: str, op_shape: Shape, phase_shapes: tuple[Shape, ...], start_shape: Shape | None):
+def _write_sql(vendor: str, op_shape: Shape, phase_shapes: tuple[Shape, ...]):
     """The statements of one write: one with writable CTEs, else the operation's UPDATE first."""
     op, phase = _table(vendor, Operation), _table(vendor, Phase)
     op_update = (
@@ -216,24 +252,13 @@ def _write_sql(vendor: str, op_shape: Shape, phase_shapes: tuple[Shape, ...], st
     phase_updates = [
         f"UPDATE {phase} SET {_set_sql(vendor, Phase, shape)} WHERE {_q('id')} = %s" for shape in phase_shapes
     ]
-    start = None
-    if start_shape is not None:
-        start = (
-            f"UPDATE {phase} SET {_set_sql(vendor, Phase, start_shape)} "
-            f"WHERE {_q('operation_id')} = %s AND {_q('index')} = %s"
-        )
     if not _writable_ctes(vendor):
-        returning = f" RETURNING {_columns(vendor, Phase)}"
-        return op_update, tuple(phase_updates), (start + returning) if start else None
+        return op_update, tuple(phase_updates)
     # Every sub-statement of a WITH runs exactly once against the same snapshot; "EXISTS (SELECT 1
     # FROM o)" makes each phase write depend on the operation's conditional one.
     guard = " AND EXISTS (SELECT 1 FROM o)"
     ctes = [f"o AS ({op_update})", *(f"p{i} AS ({sql}{guard})" for i, sql in enumerate(phase_updates))]
-    select = f"SELECT o.{_q('cancel_requested')} FROM o"
-    if start is not None:
-        ctes.append(f"s AS ({start}{guard} RETURNING {_columns(vendor, Phase)})")
-        select = f"SELECT o.{_q('cancel_requested')}, {_columns(vendor, Phase, 's')} FROM o LEFT JOIN s ON TRUE"
-    return f"WITH {', '.join(ctes)} {select}"
+    return f"WITH {', '.join(ctes)} SELECT o.{_q('cancel_requested')} FROM o"
 
 
 def write(
@@ -242,13 +267,10 @@ def write(
     *,
     operation: dict[str, Any],
     phases: dict[int, dict[str, Any]] | None = None,
-    start_index: int | None = None,
-    start: dict[str, Any] | None = None,
 ) -> Written:
     """Update the operation (and phases by pk) only while ``token`` still holds its lease.
 
-    ``start_index`` / ``start``: also update the phase at that index (the next one, on a hand-off)
-    and return it. Returns ``LOST`` when the lease is no longer ours; then nothing was written.
+    Returns ``LOST`` when the lease is no longer ours; then nothing was written.
     """
     vendor, pk = connection.vendor, _pk(operation_id)
     op_shape, op_params = _set_clause(Operation, operation)
@@ -258,20 +280,13 @@ def write(
         shape, params = _set_clause(Phase, values)
         phase_shapes.append(shape)
         phase_params.append([*params, phase_pk])
-    start_shape, start_params = None, []
-    if start_index is not None:
-        start_shape, start_params = _set_clause(Phase, start or {})
-        start_params += [pk, start_index]
-    sql = _write_sql(vendor, op_shape, tuple(phase_shapes), start_shape)
+    sql = _write_sql(vendor, op_shape, tuple(phase_shapes))
     with connection.cursor() as cursor:
         if isinstance(sql, str):
-            cursor.execute(sql, [*op_params, *(p for params in phase_params for p in params), *start_params])
+            cursor.execute(sql, [*op_params, *(p for params in phase_params for p in params)])
             row = cursor.fetchone()
-            if row is None:
-                return LOST
-            found = row[1:] if start_shape is not None and row[1] is not None else None
-            return Written(True, bool(row[0]), _instance(Phase, found) if found else None)
-        op_update, phase_updates, start_update = sql
+            return LOST if row is None else Written(True, bool(row[0]))
+        op_update, phase_updates = sql
         with transaction.atomic():
             cursor.execute(op_update, op_params)
             row = cursor.fetchone()
@@ -279,11 +294,26 @@ def write(
                 return LOST
             for statement, params in zip(phase_updates, phase_params, strict=True):
                 cursor.execute(statement, params)
-            found = None
-            if start_update is not None:
-                cursor.execute(start_update, start_params)
-                found = cursor.fetchone()
-            return Written(True, bool(row[0]), _instance(Phase, found) if found else None)
+            return Written(True, bool(row[0]))
+
+
+@functools.cache
+def _phase_at_sql(vendor: str) -> str:
+    return (
+        f"SELECT o.{_q('cancel_requested')}, {_columns(vendor, Phase, 'p')} FROM {_table(vendor, Operation)} o "
+        f"LEFT JOIN {_table(vendor, Phase)} p ON p.{_q('operation_id')} = o.{_q('id')} AND p.{_q('index')} = %s "
+        f"WHERE o.{_q('id')} = %s AND o.{_q('lease_token')} = %s"
+    )
+
+
+def phase_at(operation_id: str | uuid.UUID, token: uuid.UUID, index: int) -> tuple[bool, Phase | None] | None:
+    """(cancel requested?, the phase at ``index``) while ``token`` holds the lease, else None (one SELECT)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_phase_at_sql(connection.vendor), [index, _pk(operation_id), _token(token)])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return bool(row[0]), (_instance(Phase, row[1:]) if row[1] is not None else None)
 
 
 def release(operation_id: str | uuid.UUID, token: uuid.UUID) -> None:

@@ -142,13 +142,47 @@ def _sessions() -> int:
         return cursor.fetchone()[0]
 
 
-def test_a_worker_keeps_its_database_connection_from_task_to_task(access, quick, start_worker):
-    worker = start_worker()
-    warm, _ = start_operation(access=access, kind="engine.selftest", params={"waits": 0})
+@pytest.mark.parametrize("kept", [True, False])
+def test_a_worker_keeps_its_database_connections_from_advance_to_advance(access, quick, start_worker, kept):
+    worker = start_worker(OPERATION_HOLD_SECONDS="600" if kept else "0")
+    warm, _ = start_operation(access=access, kind="engine.selftest", params={"waits": 1, "interval": 0.05})
     wait_until(lambda: status_of(warm) == OperationStatus.SUCCEEDED, message="a first operation")
-    before = _sessions()
+    tasks_before, before = len(worker.advance_outcomes()), _sessions()
     op, _ = start_operation(access=access, kind="engine.selftest", params={"waits": 12, "interval": 0.05})
     wait_until(lambda: status_of(op) == OperationStatus.SUCCEEDED, message="twelve polls")
-    assert len(worker.advance_outcomes()) >= 13
-    # Celery's Django fixup would open one per task (13 here); the worker keeps the one it has.
-    assert _sessions() - before <= 2
+    op.refresh_from_db()
+    assert op.advance_count == 15  # work, 12 polls, the wait's end, finish
+    tasks = len(worker.advance_outcomes()) - tasks_before
+    if kept:
+        # The worker ran the polls itself: one message started the operation, none per poll.
+        assert tasks == 1, tasks
+    else:
+        assert tasks >= 13, tasks
+    # Celery's Django fixup would open one per task; the worker keeps the ones it has.
+    assert _sessions() - before <= 1
+
+
+def test_a_kept_operation_is_cancelled_at_once(access, quick, start_worker):
+    from instantstart.operations.services import cancel_operation
+
+    start_worker()
+    op, _ = start_operation(access=access, kind="engine.selftest", params={"waits": 1, "interval": 300})
+    wait_until(lambda: op.phases.get(name="wait").state.get("polls") == 1, message="the wait to start")
+    op.refresh_from_db()
+    assert op.lease_token is not None and op.enqueued_at is None  # kept by the worker, no message
+    cancel_operation(access=access, operation=op)
+    wait_until(lambda: status_of(op) == OperationStatus.CANCELLED, timeout=15, message="the cancel to apply")
+    assert op.phases.get(name="wait").state == {"polls": 1}  # not polled again
+
+
+def test_a_worker_that_stops_gives_back_what_it_kept(access, quick, start_worker):
+    first = start_worker()
+    op, _ = start_operation(access=access, kind="engine.selftest", params={"waits": 2, "interval": 3})
+    wait_until(lambda: op.phases.get(name="wait").state.get("polls") == 1, message="the wait to start")
+    first.stop()  # a clean shutdown (SIGTERM): no lease left to run out
+    op.refresh_from_db()
+    assert op.lease_token is None and op.enqueued_at is not None  # given back with its message
+    start_worker()
+    # No sweep here: the message it sent when it stopped is what resumes the operation.
+    wait_until(lambda: status_of(op) == OperationStatus.SUCCEEDED, timeout=30, message="the next worker to finish it")
+    assert op.phases.get(name="wait").state["polls"] == 2
