@@ -103,6 +103,15 @@ class _Kept:
     token: uuid.UUID
     due: float  # time.time() of the next advance
     running: bool = False
+    started: float = 0.0  # time.time() its current advance started, when running
+
+    def renewable(self, now: float) -> bool:
+        """Its lease is extended while its advance runs within OPERATION_LEASE_SECONDS, or it waits
+        and is not long overdue; otherwise (a hung step, a process that cannot keep up) it is let
+        run out, and another worker takes the operation over."""
+        if self.running:
+            return now - self.started < _conf("LEASE_SECONDS")
+        return now - self.due < lease_seconds() / 2
 
 
 class Holder:
@@ -162,7 +171,7 @@ class Holder:
                 kept = self._kept.get(key)
                 if kept is None or kept.running or kept.due != due:  # replaced by a later keep()
                     continue
-                kept.running = True
+                kept.running, kept.started = True, now
                 taken.append((key, kept.token))
         return taken
 
@@ -215,20 +224,23 @@ class Holder:
         """Run cancellations of kept operations now, and extend the leases that are near their end."""
         from .models import Operation
 
+        clock = time.time()
         with self._wake:
             kept = {key: k.token for key, k in self._kept.items()}
+            renewable = [key for key, k in self._kept.items() if k.renewable(clock)]
         if not kept:
             return
-        ids, tokens = list(kept), list(kept.values())
-        mine = Operation.objects.filter(pk__in=ids, lease_token__in=tokens)
+        mine = Operation.objects.filter(pk__in=list(kept), lease_token__in=list(kept.values()))
         for key in mine.filter(cancel_requested=True).values_list("pk", flat=True):
             self._run_soon(str(key), kept[str(key)])
         length = lease_seconds()
-        if time.monotonic() - self._last_renew >= length / 3:
+        if renewable and time.monotonic() - self._last_renew >= length / 3:
             now = timezone.now()
-            mine.filter(lease_until__lt=now + timedelta(seconds=length * 2 / 3)).update(
-                lease_until=now + timedelta(seconds=length)
-            )
+            Operation.objects.filter(
+                pk__in=renewable,
+                lease_token__in=[kept[key] for key in renewable],
+                lease_until__lt=now + timedelta(seconds=length * 2 / 3),
+            ).update(lease_until=now + timedelta(seconds=length))
             self._last_renew = time.monotonic()
 
     def _run_soon(self, key: str, token: uuid.UUID) -> None:

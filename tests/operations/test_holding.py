@@ -116,3 +116,21 @@ def test_without_a_holder_every_wait_goes_through_the_broker(access, queue):
     op.refresh_from_db()
     assert op.lease_token is None and op.enqueued_at is not None
     assert len(queue) == 1
+
+
+def test_a_hung_or_long_overdue_kept_operation_is_let_go(access, holder, settings):
+    """Its lease is not extended, so it runs out and another worker takes the operation over."""
+    hung = _started(access, waits=2, interval=0)
+    overdue = _started(access, waits=2, interval=0)
+    engine.advance(hung.pk)
+    engine.advance(overdue.pk)
+    holder.due(time.time() + 1)  # both taken to run...
+    holder._kept[str(hung.pk)].started -= settings.OPERATIONS["LEASE_SECONDS"] + 1  # ...one for too long
+    holder._kept[str(overdue.pk)].running = False  # the other back to waiting, long past its wake-up
+    holder._kept[str(overdue.pk)].due -= settings.OPERATIONS["HOLD_LEASE_SECONDS"]
+    ending = timezone.now() + timedelta(seconds=5)
+    Operation.objects.filter(pk__in=[hung.pk, overdue.pk]).update(lease_until=ending)
+    holder.watch()
+    assert set(Operation.objects.filter(pk__in=[hung.pk, overdue.pk]).values_list("lease_until", flat=True)) == {
+        ending
+    }
