@@ -131,6 +131,4 @@ def test_a_hung_or_long_overdue_kept_operation_is_let_go(access, holder, setting
     ending = timezone.now() + timedelta(seconds=5)
     Operation.objects.filter(pk__in=[hung.pk, overdue.pk]).update(lease_until=ending)
     holder.watch()
-    assert set(Operation.objects.filter(pk__in=[hung.pk, overdue.pk]).values_list("lease_until", flat=True)) == {
-        ending
-    }
+    assert set(Operation.objects.filter(pk__in=[hung.pk, overdue.pk]).values_list("lease_until", flat=True)) == {ending}
