@@ -255,7 +255,8 @@ def progress(teams, started: float) -> tuple[int, int]:
         f"failed {by_status.get(OperationStatus.FAILED, 0)}, pending {by_status.get(OperationStatus.PENDING, 0)}, "
         f"running {by_status.get(OperationStatus.RUNNING, 0)}"
         + (f" (in phase: {phases}" if phases else "")
-        + (f"; between phases, next not started yet: {between})" if phases else ""),
+        # A phase's start is saved with its first step's result: until then no phase shows running.
+        + (f"; in a phase's first step, or between phases: {between})" if phases else ""),
         flush=True,
     )
     return done, ops.count()

@@ -189,7 +189,7 @@ def measure_queries(team, mode: str, waits: int, size: int) -> QuerySample:
     advance = legacy_engine.advance if mode == "legacy" else engine.advance
     # As in a worker: the engine keeps the operations that wait (holding.py), and their next
     # advances are run from the holder, by hand here.
-    holder = holding.Holder(1, run_threads=False) if mode == "engine" else None
+    holder = holding.Holder(1, engine.advance_kept, run_threads=False) if mode == "engine" else None
     queue = f"bench-{uuid.uuid4().hex[:10]}-sample"
     use_queue(queue)  # no worker consumes it; the messages advance() sends are dropped below
     sample = QuerySample()

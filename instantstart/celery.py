@@ -14,23 +14,6 @@ app.autodiscover_tasks(["instantstart.operations"])
 
 
 @signals.worker_init.connect
-def _keep_waiting_operations(sender=None, **kwargs) -> None:
-    # A worker runs the polls of the operations it waits for itself (operations/holding.py).
-    from django.conf import settings
-
-    from instantstart.operations import holding
-
-    holding.enable(getattr(sender, "concurrency", None) or settings.CELERY_WORKER_CONCURRENCY)
-
-
-@signals.worker_process_shutdown.connect
-def _give_back_kept_operations(**kwargs) -> None:
-    from instantstart.operations import holding
-
-    holding.stop()
-
-
-@signals.worker_init.connect
 def _reuse_database_connections(**kwargs) -> None:
     # Workers keep their connections for WORKER_DB_CONN_MAX_AGE (Celery's fixup would open one per
     # task: CELERY_DB_REUSE_MAX keeps it from closing them; the hooks below close what is obsolete).
@@ -58,8 +41,6 @@ def _start_heartbeat(sender=None, **kwargs) -> None:
 
 @signals.worker_shutdown.connect
 def _stop_heartbeat(**kwargs) -> None:
-    from instantstart.operations import holding
     from instantstart.operations.heartbeat import stop_heartbeat_thread
 
-    holding.stop()  # before the heartbeat goes: what it kept is given back, not left to expire
     stop_heartbeat_thread()

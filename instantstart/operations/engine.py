@@ -223,7 +223,7 @@ class _Run:
         """Save the phases and the next wake-up; keep the lease (holding.py) or send a message."""
         now = timezone.now()
         wake = now + timedelta(seconds=delay)
-        holder = holding.current()
+        holder = holding.current(advance_kept)
         keep = holder is not None and delay <= holding.hold_limit() and holder.has_room(self.operation.pk)
         cancelled = f"CASE WHEN {_col('cancel_requested')} THEN %s ELSE %s END"
         # A cancel that arrived while the step ran is applied now, not after the wait.

@@ -28,6 +28,7 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
@@ -35,6 +36,8 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import close_old_connections
 from django.utils import timezone
+
+from .queue import enqueue_advance
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +50,9 @@ def _conf(name: str):
     return settings.OPERATIONS[name]
 
 
+Advance = Callable[[str, uuid.UUID], object]
+
+
 def enable(threads: int) -> None:
     """Let this process (and processes forked from it) keep operations, run on ``threads`` threads."""
     global _enabled, _threads
@@ -56,8 +62,11 @@ def enable(threads: int) -> None:
 _threads = 1
 
 
-def current() -> Holder | None:
-    """This process's holder, started on first use; None where keeping operations is not enabled."""
+def current(advance: Advance) -> Holder | None:
+    """This process's holder, started on first use; None where keeping operations is not enabled.
+
+    ``advance`` runs a kept operation's next advance (engine.advance_kept, passed by the engine so
+    that this module needs no engine)."""
     global _holder
     if not _enabled or _conf("HOLD_SECONDS") <= 0:
         return None
@@ -66,7 +75,7 @@ def current() -> Holder | None:
         return holder
     with _lock:
         if _holder is None or _holder.pid != os.getpid():  # a forked child starts its own
-            _holder = Holder(_threads).start()
+            _holder = Holder(_threads, advance).start()
         return None if _holder.stopping else _holder
 
 
@@ -117,8 +126,9 @@ class _Kept:
 class Holder:
     """The operations one process keeps leased, and the threads that run their advances when due."""
 
-    def __init__(self, threads: int, *, run_threads: bool = True) -> None:
+    def __init__(self, threads: int, advance: Advance, *, run_threads: bool = True) -> None:
         self.pid = os.getpid()
+        self._advance = advance
         self.stopping = False
         self._kept: dict[str, _Kept] = {}
         self._heap: list[tuple[float, int, str]] = []
@@ -177,10 +187,8 @@ class Holder:
 
     def run(self, operation_id: str, token: uuid.UUID):
         """One advance of a kept operation (on a holder thread, or by hand in the benchmark)."""
-        from . import engine
-
         try:
-            return engine.advance_kept(operation_id, token)
+            return self._advance(operation_id, token)
         finally:
             with self._wake:
                 kept = self._kept.get(operation_id)
@@ -271,7 +279,6 @@ class Holder:
 def give_back(kept: dict[str, uuid.UUID]) -> int:
     """Release the leases of operations a stopping process kept and send each its message."""
     from .models import Operation
-    from .queue import enqueue_advance
 
     if not kept:
         return 0

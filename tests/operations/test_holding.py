@@ -19,7 +19,7 @@ from instantstart.operations.services import cancel_operation, start_operation
 @pytest.fixture
 def holder(settings):
     settings.OPERATIONS = {**settings.OPERATIONS, "BACKOFF_BASE_SECONDS": 0.0, "HOLD_LEASE_SECONDS": 30.0}
-    kept = holding.Holder(1, run_threads=False)
+    kept = holding.Holder(1, engine.advance_kept, run_threads=False)
     with holding.use(kept):
         yield kept
 
