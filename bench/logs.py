@@ -10,10 +10,13 @@ ASGI application under uvicorn. Prints:
   ratio            socket replay / raw read (goal >= 0.5)
   latency p50/p99  for every line every live viewer received: receive time - the line's kubelet timestamp
                    (the moment the program printed it); includes the collector's poll and the socket's
-                   (goal p99 < 250 ms)
+                   (goal p99 < 250 ms), split at the moment each line's row shows in the database (a
+                   10 ms watch): ts -> row is the collector's part, row -> viewer the socket's
+  frames           frames the live viewers got and lines per frame; the replay's frames
   lost             per live viewer, stored lines it never received (goal 0), and duplicates
 
   summary viewers=<N> raw_lines_per_s=<x> socket_lines_per_s=<x> ratio=<x> p50_ms=<x> p99_ms=<x> lost=<n> dup=<n>
+          row_p99_ms=<x> socket_p99_ms=<x>
 
 It measures; it asserts nothing. Needs PostgreSQL and Redis on 127.0.0.1 (the test mode); uses a database
 of its own (`instantstart_bench_training_logs`). Other work on the machine moves every number:
@@ -63,7 +66,8 @@ def _wait(predicate, timeout: float, what: str):
     raise SystemExit(f"timed out waiting for {what}")
 
 
-async def _viewer(url: str, token: str, received: list, stamps: list) -> None:
+async def _viewer(url: str, token: str, received: list, arrivals: list, frames: list) -> None:
+    """One socket to its end message: the seqs it got, (seq, receive time) per line, lines per frame."""
     from websockets.asyncio.client import connect
 
     async with connect(url, additional_headers={"Authorization": f"Bearer {token}"}, max_size=None) as socket:
@@ -72,20 +76,61 @@ async def _viewer(url: str, token: str, received: list, stamps: list) -> None:
             message = json.loads(raw)
             if "status" in message:
                 return
-            received.append(message["seq"])
-            if message.get("ts"):
-                stamps.append(now - _ts(message["ts"]))
+            frames.append(len(message["lines"]))
+            for line in message["lines"]:
+                received.append(line["seq"])
+                arrivals.append((line["seq"], now))
 
 
-def _viewers(url: str, token: str, n: int) -> tuple[list[list[int]], list[float]]:
+def _viewers(url: str, token: str, n: int) -> tuple[list[list[int]], list[tuple[int, float]], list[int]]:
     received: list[list[int]] = [[] for _ in range(n)]
-    latencies: list[float] = []
+    arrivals: list[tuple[int, float]] = []
+    frames: list[int] = []
 
     async def run() -> None:
-        await asyncio.gather(*(_viewer(url, token, received[i], latencies) for i in range(n)))
+        await asyncio.gather(*(_viewer(url, token, received[i], arrivals, frames) for i in range(n)))
 
     asyncio.run(run())
-    return received, latencies
+    return received, arrivals, frames
+
+
+class RowWatch:
+    """When each line's row first shows in the database (a poll every 10 ms in a thread of its own): splits a
+    line's latency into kubelet ts -> row stored (the collector) and row stored -> received (the socket)."""
+
+    def __init__(self, job_id) -> None:
+        self.job_id = job_id
+        self.seen: dict[int, tuple[float, float | None]] = {}  # seq -> (first seen, kubelet ts)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="row-watch", daemon=True)
+
+    def start(self) -> RowWatch:
+        self.thread.start()
+        return self
+
+    def _run(self) -> None:
+        from django.db import connection
+
+        from training.models import LogLine
+
+        last = 0
+        try:
+            while not self.stop.is_set():
+                rows = list(
+                    LogLine.objects.filter(job_id=self.job_id, seq__gt=last).order_by("seq").values_list("seq", "ts")
+                )
+                now = time.time()
+                for seq, ts in rows:
+                    self.seen[seq] = (now, ts.timestamp() if ts else None)
+                if rows:
+                    last = rows[-1][0]
+                self.stop.wait(0.01)
+        finally:
+            connection.close()
+
+    def finish(self) -> None:
+        self.stop.set()
+        self.thread.join(10)
 
 
 def main() -> int:
@@ -182,9 +227,20 @@ def main() -> int:
         print(
             f"job {job.k8s_name}: {args.viewers} live viewers, {args.steps} steps over {args.run_seconds:g} s simulated"
         )
+        watch = RowWatch(job.pk).start()
         started = time.monotonic()
-        received, latencies = _viewers(url, raw_token, args.viewers)
+        received, arrivals, live_frames = _viewers(url, raw_token, args.viewers)
         live_wall = time.monotonic() - started
+        watch.finish()
+        latencies, collector, socket_part = [], [], []
+        for seq, now in arrivals:
+            stored_at, ts = watch.seen.get(seq, (None, None))
+            if ts is None:
+                continue
+            latencies.append(now - ts)
+            if stored_at is not None:
+                socket_part.append(now - stored_at)
+        collector = [at - ts for at, ts in watch.seen.values() if ts is not None]
         job.refresh_from_db()
         stored = list(LogLine.objects.filter(job=job).order_by("seq").values_list("seq", flat=True))
         lost = sum(len(set(stored) - set(r)) for r in received)
@@ -199,7 +255,7 @@ def main() -> int:
         raw_lines = sum(len(read_pod_log(cluster, job.namespace, pod, None)) for pod in pods)
         raw_wall = time.monotonic() - t0
         t0 = time.monotonic()
-        replay, _ = _viewers(url, raw_token, 1)
+        replay, _, replay_frames = _viewers(url, raw_token, 1)
         socket_wall = time.monotonic() - t0
         raw_rate = raw_lines / raw_wall if raw_wall else float("nan")
         socket_rate = len(replay[0]) / socket_wall if socket_wall else float("nan")
@@ -208,11 +264,19 @@ def main() -> int:
         print(f"socket replay    {len(replay[0])} lines in {socket_wall:.3f} s = {socket_rate:,.0f} lines/s")
         print(f"ratio            {socket_rate / raw_rate:.2f}x (goal >= 0.5)")
         print(f"latency          {dist(latencies)} (goal p99 < 0.250s)")
+        print(f"  ts -> row      {dist(collector)} (the collector: pod log read, rows stored; 10 ms watch)")
+        print(f"  row -> viewer  {dist(socket_part)} (the socket: tail poll, frames sent, received)")
+        per_frame = sum(live_frames) / len(live_frames) if live_frames else 0
+        print(
+            f"frames           live {len(live_frames)} ({per_frame:.1f} lines each), "
+            f"replay {len(replay_frames)} ({max(replay_frames, default=0)} lines at most)"
+        )
         print(f"lost             {lost} (goal 0), duplicates {dup}, over {args.viewers} viewers")
         print(
             f"summary viewers={args.viewers} raw_lines_per_s={raw_rate:.0f} socket_lines_per_s={socket_rate:.0f} "
             f"ratio={socket_rate / raw_rate:.2f} p50_ms={percentile(ms, 50):.0f} p99_ms={percentile(ms, 99):.0f} "
-            f"lost={lost} dup={dup}"
+            f"lost={lost} dup={dup} row_p99_ms={percentile([x * 1000 for x in collector], 99):.0f} "
+            f"socket_p99_ms={percentile([x * 1000 for x in socket_part], 99):.0f}"
         )
     finally:
         server.stop()

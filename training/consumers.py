@@ -29,7 +29,13 @@ from instantstart.tenancy.access import Access, Via
 
 from .models import Job, JobStatus, LogLine
 
-BATCH = 500
+# Rows read per query: a catch-up after `after` reads this many at a time (and so may the tail, when
+# the collector stored that many in one poll).
+BATCH = 5000
+# One frame carries at most this many lines and, past the first line, about this many characters:
+# a replay of a long log is many frames, not one huge one.
+FRAME_LINES = 2000
+FRAME_CHARS = 1 << 20
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
 
@@ -42,14 +48,68 @@ def line_message(line: LogLine) -> dict:
     return {"seq": line.seq, "pod": line.pod, "ts": line.ts.isoformat() if line.ts else None, "text": line.text}
 
 
+# A line read for the sockets: (seq, pod, its message as JSON), encoded once for every socket.
+Line = tuple[int, str, str]
+
+
 @database_sync_to_async
-def _lines_after(job_id, after: int, limit: int = BATCH) -> list[dict]:
+def _lines_after(job_id, after: int, limit: int = BATCH) -> list[Line]:
     """Lines after ``after``, each with its message encoded once (every socket sends the same text)."""
-    found = []
-    for line in LogLine.objects.filter(job_id=job_id, seq__gt=after).order_by("seq")[:limit]:
-        message = line_message(line)
-        found.append({"seq": message["seq"], "pod": message["pod"], "json": json.dumps(message)})
-    return found
+    rows = (
+        LogLine.objects.filter(job_id=job_id, seq__gt=after)
+        .order_by("seq")
+        .values_list("seq", "pod", "ts", "text")[:limit]
+    )
+    dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    return [
+        (seq, pod, dumps({"seq": seq, "pod": pod, "ts": ts.isoformat() if ts else None, "text": text}))
+        for seq, pod, ts, text in rows
+    ]
+
+
+def frame(messages: list[str], next_seq: int) -> str:
+    """One frame of lines, the REST logs answer's shape, joined from the lines' encoded messages."""
+    return f'{{"lines":[{",".join(messages)}],"next":{next_seq}}}'
+
+
+def frames(lines: list[Line], after: int, pod: str = "") -> tuple[list[str], int]:
+    """The frames of ``lines`` past ``after`` (of ``pod`` only, if given) and the new cursor: the last seq
+    passed, filtered out or not, which each frame carries as `next`, so a reconnect with it neither
+    repeats nor misses a line. Nothing past ``after``: no frame; past it but none of the pod: one empty
+    frame, which still moves `next` on."""
+    out: list[str] = []
+    messages: list[str] = []
+    size = 0
+    cursor = after
+    for seq, line_pod, message in lines:
+        if seq <= cursor:
+            continue
+        if pod and line_pod != pod:
+            cursor = seq
+            continue
+        if messages and (len(messages) >= FRAME_LINES or size + len(message) > FRAME_CHARS):
+            out.append(frame(messages, cursor))
+            messages, size = [], 0
+        messages.append(message)
+        size += len(message)
+        cursor = seq
+    if messages or cursor > after:
+        out.append(frame(messages, cursor))
+    return out, cursor
+
+
+class Batch(list):
+    """The lines one poll of a tail read, handed to every socket of the job; the frames of the whole batch
+    are built once, for the sockets that take all of it (no pod filter, cursor just before it)."""
+
+    _whole: tuple[list[str], int] | None = None
+
+    def frames_after(self, after: int, pod: str) -> tuple[list[str], int]:
+        if pod or not self or self[0][0] != after + 1:
+            return frames(self, after, pod)
+        if self._whole is None:
+            self._whole = frames(self, after)
+        return self._whole
 
 
 @database_sync_to_async
@@ -83,24 +143,32 @@ class JobTail:
         queue: asyncio.Queue = asyncio.Queue()
         self.queues.add(queue)
         if self.task is None or self.task.done():
-            _, self.last = await _job_status(self.job_id)  # sockets catch up on older lines themselves
+            # Sockets catch up on older lines themselves. A job shown as ended has stored every line
+            # (the collector's last read comes first), so a replay of it ends without waiting for a poll.
+            self.status, self.last = await _job_status(self.job_id)
+            self.ended = self.ended or self.status in JobStatus.terminal()
             self.task = asyncio.ensure_future(self._run())
         return queue
 
     def unsubscribe(self, queue: asyncio.Queue) -> None:
         self.queues.discard(queue)
 
+    def _hand(self, lines: Batch) -> None:
+        for queue in list(self.queues):
+            queue.put_nowait(lines)
+
     async def _run(self) -> None:
         try:
             while self.queues:
                 lines = await _lines_after(self.job_id, self.last)
                 if lines:
-                    self.last = lines[-1]["seq"]
-                    for queue in list(self.queues):
-                        queue.put_nowait(lines)
+                    self.last = lines[-1][0]
+                    self._hand(Batch(lines))
                 elif not self.ended:
                     self.status, last_seq = await _job_status(self.job_id)
                     self.ended = self.status in JobStatus.terminal() and last_seq <= self.last
+                    if self.ended:
+                        self._hand(Batch())  # wakes the sockets to send their end message
                 if len(lines) < BATCH:
                     await asyncio.sleep(_poll())
         finally:
@@ -171,14 +239,13 @@ class JobLogConsumer(AsyncWebsocketConsumer):
         if pump is not None:
             pump.cancel()
 
-    async def _send_lines(self, lines: list[dict]) -> None:
-        for line in lines:
-            if line["seq"] <= self.cursor:
-                continue
-            self.cursor = line["seq"]
-            if self.pod and line["pod"] != self.pod:
-                continue
-            await self.send(text_data=line["json"])
+    async def _send_lines(self, lines: list[Line]) -> None:
+        if isinstance(lines, Batch):
+            texts, self.cursor = lines.frames_after(self.cursor, self.pod)
+        else:
+            texts, self.cursor = frames(lines, self.cursor, self.pod)
+        for text in texts:
+            await self.send(text_data=text)
 
     async def _catch_up(self) -> None:
         while True:
@@ -200,7 +267,7 @@ class JobLogConsumer(AsyncWebsocketConsumer):
                     batch = await asyncio.wait_for(queue.get(), timeout=_poll())
                 except TimeoutError:
                     continue
-                if batch[0]["seq"] > self.cursor + 1:
+                if batch and batch[0][0] > self.cursor + 1:
                     await self._catch_up()  # a gap (this socket joined mid-batch): read it from the rows
                 await self._send_lines(batch)
         finally:
