@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.db import connection
 
 from instantstart.errors import NotFound
 from instantstart.tenancy.access import Access, Via
@@ -52,9 +54,33 @@ def line_message(line: LogLine) -> dict:
 Line = tuple[int, str, str]
 
 
-@database_sync_to_async
-def _lines_after(job_id, after: int, limit: int = BATCH) -> list[Line]:
-    """Lines after ``after``, each with its message encoded once (every socket sends the same text)."""
+# PostgreSQL encodes each line's message itself (a quarter of the time of rows turned into Python values
+# and encoded here): the same JSON values as `line_message`, with `ts` as Python's isoformat() writes it
+# (microseconds only when not zero, "+00:00").
+_TS_ISO = (
+    "to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS')"
+    " || CASE WHEN date_part('microseconds', ts)::bigint %% 1000000 = 0 THEN ''"
+    " ELSE to_char(ts AT TIME ZONE 'UTC', '.US') END || '+00:00'"
+)
+_LINES_SQL = (
+    """SELECT seq, pod, '{"seq":' || seq || ',"pod":' || to_json(pod) || ',"ts":'"""
+    f""" || COALESCE(to_json({_TS_ISO})::text, 'null') || ',"text":' || to_json(text) || '}}'"""
+    f" FROM {LogLine._meta.db_table} WHERE job_id = %s AND seq > %s ORDER BY seq LIMIT %s"
+)
+
+
+def lines_after(job_id, after: int, limit: int = BATCH, *, in_database: bool | None = None) -> list[Line]:
+    """Lines after ``after``, each with its message encoded once (every socket sends the same text).
+
+    Rows, not model instances: on PostgreSQL the database writes each message, elsewhere (SQLite in
+    standalone mode) Python does; both give the same values (tests/training/test_logs_socket.py).
+    """
+    if in_database is None:
+        in_database = connection.vendor == "postgresql"
+    if in_database:
+        with connection.cursor() as cursor:
+            cursor.execute(_LINES_SQL, [uuid.UUID(str(job_id)), after, limit])
+            return cursor.fetchall()
     rows = (
         LogLine.objects.filter(job_id=job_id, seq__gt=after)
         .order_by("seq")
@@ -65,6 +91,9 @@ def _lines_after(job_id, after: int, limit: int = BATCH) -> list[Line]:
         (seq, pod, dumps({"seq": seq, "pod": pod, "ts": ts.isoformat() if ts else None, "text": text}))
         for seq, pod, ts, text in rows
     ]
+
+
+_lines_after = database_sync_to_async(lines_after)
 
 
 def frame(messages: list[str], next_seq: int) -> str:

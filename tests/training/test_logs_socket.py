@@ -140,3 +140,39 @@ def test_a_tail_batch_is_framed_once_for_every_socket_that_takes_all_of_it():
     assert batch.frames_after(0, "") is whole
     assert batch.frames_after(1, "") == consumers.frames(batch, 1)
     assert batch.frames_after(0, "a") == consumers.frames(batch, 0, "a")
+
+
+@pytest.mark.django_db
+def test_lines_encoded_by_postgresql_are_the_messages_python_and_rest_give(team):
+    from datetime import UTC, datetime
+
+    from tests.factories import ClusterFactory
+    from training.api.jobs import line_data
+    from training.models import Job, LogLine
+
+    job = Job.objects.create(
+        cluster=ClusterFactory(team=team, name="enc"),
+        name="x",
+        recipe="pytorch",
+        kind="HyperPodPyTorchJob",
+        namespace="acme",
+        k8s_name="x-1",
+    )
+    texts = ['say "hi" \\ back', "tab\there\r", "\x01\x1f\x7f", "snow ☃ and \u2028 and 𝄞", "", "x" * 70000]
+    stamps = [
+        datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),  # no microseconds: isoformat() writes none
+        datetime(2026, 1, 2, 3, 4, 5, 120000, tzinfo=UTC),
+        datetime(2026, 1, 2, 3, 4, 5, 7, tzinfo=UTC),
+        None,
+    ]
+    LogLine.objects.bulk_create(
+        LogLine(job=job, seq=i + 1, pod=f"pod-{i % 2}", ts=stamps[i % len(stamps)], text=text)
+        for i, text in enumerate(texts)
+    )
+    rest = [line_data(line) for line in LogLine.objects.filter(job=job).order_by("seq")]
+    in_db = consumers.lines_after(job.pk, 0, in_database=True)
+    in_python = consumers.lines_after(job.pk, 0, in_database=False)
+    assert [(seq, pod) for seq, pod, _ in in_db] == [(line["seq"], line["pod"]) for line in rest]
+    assert [json.loads(message) for _, _, message in in_db] == rest
+    assert [json.loads(message) for _, _, message in in_python] == rest
+    assert [seq for seq, _, _ in consumers.lines_after(job.pk, 4, limit=1)] == [5]
