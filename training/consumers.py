@@ -157,6 +157,7 @@ class JobTail:
         self.queues: set[asyncio.Queue] = set()
         self.last = 0
         self.task: asyncio.Task | None = None
+        self.ready = asyncio.Event()  # set once the task has read where the job stands
         # Set once the job has ended and every line it stored has been read (checked when a poll finds none).
         self.ended = False
         self.status = ""
@@ -168,16 +169,20 @@ class JobTail:
             tail = cls.tails[job_id] = cls(job_id)
         return tail
 
-    async def subscribe(self, start_after: int) -> asyncio.Queue:
+    async def subscribe(self) -> asyncio.Queue:
+        """A queue of every batch the tail reads from now on; once this returns, ``last`` is where the
+        tail stands (what the socket must read from the rows itself, if its cursor is before it)."""
         queue: asyncio.Queue = asyncio.Queue()
         self.queues.add(queue)
-        if self.task is None or self.task.done():
-            # Sockets catch up on older lines themselves. A job shown as ended has stored every line
-            # (the collector's last read comes first), so a replay of it ends without waiting for a poll.
-            self.status, self.last = await _job_status(self.job_id)
-            self.ended = self.ended or self.status in JobStatus.terminal()
-            self.task = asyncio.ensure_future(self._run())
+        self.ensure_running()
+        await self.ready.wait()
         return queue
+
+    def ensure_running(self) -> None:
+        # One task, however many sockets subscribe at once (the first ones all wait for its first read).
+        if self.task is None or self.task.done():
+            self.ready = asyncio.Event()
+            self.task = asyncio.ensure_future(self._run())
 
     def unsubscribe(self, queue: asyncio.Queue) -> None:
         self.queues.discard(queue)
@@ -188,6 +193,11 @@ class JobTail:
 
     async def _run(self) -> None:
         try:
+            # Sockets catch up on older lines themselves. A job shown as ended has stored every line
+            # (the collector's last read comes first), so a replay of it ends without waiting for a poll.
+            self.status, self.last = await _job_status(self.job_id)
+            self.ended = self.ended or self.status in JobStatus.terminal()
+            self.ready.set()
             while self.queues:
                 lines = await _lines_after(self.job_id, self.last)
                 if lines:
@@ -201,11 +211,11 @@ class JobTail:
                 if len(lines) < BATCH:
                     await asyncio.sleep(_poll())
         finally:
+            self.ready.set()  # a failed first read: the sockets read the rows and try the tail again
             if JobTail.tails.get(self.job_id) is self and not self.queues:
                 del JobTail.tails[self.job_id]
 
 
-@database_sync_to_async
 def _access(scope) -> Access | None:
     from instantstart.tenancy.authentication import resolve_token
     from instantstart.tenancy.teams import current_membership
@@ -230,10 +240,18 @@ def _access(scope) -> Access | None:
 
 
 @database_sync_to_async
-def _job(access: Access, job_id: str) -> Job:
+def _job_or_close_code(scope, job_id: str) -> str | int:
+    """The id of the job the socket's caller may watch, or the code to close it with (one trip to the
+    database thread: at DB_CONN_MAX_AGE=0 each trip opens a connection)."""
     from .selectors import get_job_by_id
 
-    return get_job_by_id(access, job_id)
+    access = _access(scope)
+    if access is None:
+        return CLOSE_UNAUTHENTICATED
+    try:
+        return str(get_job_by_id(access, job_id).pk)
+    except NotFound:
+        return CLOSE_NOT_FOUND
 
 
 class JobLogConsumer(AsyncWebsocketConsumer):
@@ -251,16 +269,11 @@ class JobLogConsumer(AsyncWebsocketConsumer):
         except ValueError:
             self.cursor = 0
         self.pod = (query.get("pod") or [""])[0]
-        access = await _access(self.scope)
-        if access is None:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
+        job = await _job_or_close_code(self.scope, self.scope["url_route"]["kwargs"]["job"])
+        if isinstance(job, int):
+            await self.close(code=job)
             return
-        try:
-            job = await _job(access, self.scope["url_route"]["kwargs"]["job"])
-        except NotFound:
-            await self.close(code=CLOSE_NOT_FOUND)
-            return
-        self.job_id = str(job.pk)
+        self.job_id = job
         self.pump = asyncio.ensure_future(self._pump())
 
     async def disconnect(self, code) -> None:
@@ -285,9 +298,10 @@ class JobLogConsumer(AsyncWebsocketConsumer):
 
     async def _pump(self) -> None:
         tail = JobTail.of(self.job_id)
-        queue = await tail.subscribe(self.cursor)
+        queue = await tail.subscribe()
         try:
-            await self._catch_up()
+            if self.cursor < tail.last:  # lines the tail will not hand this socket: read from the rows
+                await self._catch_up()
             while True:
                 if queue.empty() and tail.ended and self.cursor >= tail.last:
                     await self.send(text_data=json.dumps({"status": tail.status, "next": self.cursor}))
@@ -295,6 +309,9 @@ class JobLogConsumer(AsyncWebsocketConsumer):
                 try:
                     batch = await asyncio.wait_for(queue.get(), timeout=_poll())
                 except TimeoutError:
+                    tail.ensure_running()  # a tail whose read failed starts again, from where the job stands:
+                    if self.cursor < tail.last:  # what it skipped comes from the rows
+                        await self._catch_up()
                     continue
                 if batch and batch[0][0] > self.cursor + 1:
                     await self._catch_up()  # a gap (this socket joined mid-batch): read it from the rows
