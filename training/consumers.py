@@ -1,14 +1,21 @@
 """The live log socket: `/ws/jobs/{job}/logs/?after=SEQ[&pod=NAME]`.
 
-On connect it sends every stored line after `after`, then each new one, one JSON message per line
-({seq, pod, ts, text}); once the job has ended and every line is sent, one {"status": ...} message.
-A reconnect with the last seq it saw therefore loses nothing and repeats nothing.
+On connect it sends every stored line after `after`, then each new one, in frames that carry batches
+of lines in the REST logs answer's shape: `{"lines": [{seq, pod, ts, text}, ...], "next": SEQ}`, where
+`next` is the last seq the socket has passed, lines that `pod=` filtered out included (a frame may then
+carry no lines and only move `next` on). A frame holds what one read of the rows found, cut at
+FRAME_LINES lines or about FRAME_CHARS characters. Once the job has ended and every line is sent, one
+`{"status": ..., "next": SEQ}` message. A reconnect with the last `next` it saw therefore loses nothing
+and repeats nothing.
 
 Lines reach the socket from the database (the worker's collector writes them with their sequence
 numbers), not through the channel layer: the web server and the worker are separate processes in
 standalone mode, where the in-memory layer does not cross them, and this works the same under the
 Redis layer in production. One tail per job per web process reads the new rows and hands them to
-every socket watching that job, so a hundred viewers cost one query per poll, not a hundred.
+every socket watching that job, so a hundred viewers cost one query per poll, not a hundred; each
+line's JSON is encoded once per read (by PostgreSQL, where it runs) and a frame is those strings
+joined, built once for all the sockets that take the whole batch. A socket reads the rows itself only
+for the lines before where the tail stood when it joined.
 
 Auth: the portal's session cookie, or `Authorization: Bearer <token>`. Unauthenticated: closed 4401;
 another team's job (or no such job): closed 4404.
@@ -43,7 +50,7 @@ CLOSE_NOT_FOUND = 4404
 
 
 def _poll() -> float:
-    return float(getattr(settings, "TRAINING_SOCKET_POLL_SECONDS", 0.1))
+    return float(getattr(settings, "TRAINING_SOCKET_POLL_SECONDS", 0.05))
 
 
 def line_message(line: LogLine) -> dict:
