@@ -53,17 +53,13 @@ def _poll() -> float:
     return float(getattr(settings, "TRAINING_SOCKET_POLL_SECONDS", 0.05))
 
 
-def line_message(line: LogLine) -> dict:
-    return {"seq": line.seq, "pod": line.pod, "ts": line.ts.isoformat() if line.ts else None, "text": line.text}
-
-
 # A line read for the sockets: (seq, pod, its message as JSON), encoded once for every socket.
 Line = tuple[int, str, str]
 
 
 # PostgreSQL encodes each line's message itself (a quarter of the time of rows turned into Python values
-# and encoded here): the same JSON values as `line_message`, with `ts` as Python's isoformat() writes it
-# (microseconds only when not zero, "+00:00").
+# and encoded here): the same JSON values as the REST answer's lines (training/api/jobs.py line_data),
+# with `ts` as Python's isoformat() writes it (microseconds only when not zero, "+00:00").
 _TS_ISO = (
     "to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS')"
     " || CASE WHEN date_part('microseconds', ts)::bigint %% 1000000 = 0 THEN ''"
