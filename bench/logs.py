@@ -18,8 +18,8 @@ thread switching into every number). Prints:
                    10 ms watch): ts -> row is the collector's part (with the sandbox's 0.1 s tick, which
                    puts a printed line in the pod log up to 0.1 s after its ts), row -> viewer the
                    socket's; when the viewers had opened and the first row came; how far apart the
-                   collector's reads landed; the socket's p99 per tenth of the run (the first tenth holds
-                   the start: 100 sockets joining, the first burst of lines)
+                   collector's reads landed; the socket's p99 and the whole latency's per tenth of the run
+                   (the first tenth holds the start: 100 sockets joining, the first burst of lines)
   frames           frames the live viewers got and lines per frame; the replay's frames
   lost             per live viewer, stored lines it never received (goal 0), and duplicates
 
@@ -354,12 +354,16 @@ def main() -> int:
         print(f"  collector      {len(batches)} batches of rows, {dist(gaps)} apart")
         print(f"  row -> viewer  {dist(socket_part)} (the socket: tail poll, frames sent, received)")
         tenths: list[list[float]] = [[] for _ in range(10)]
+        totals: list[list[float]] = [[] for _ in range(10)]
         top = max(stored, default=1)
         for seq, now in arrivals:
-            stored_at, _ = seen.get(seq, (None, None))
+            stored_at, ts = seen.get(seq, (None, None))
             if stored_at is not None:
                 tenths[min(9, (seq - 1) * 10 // top)].append((now - stored_at) * 1000)
+            if ts is not None:
+                totals[min(9, (seq - 1) * 10 // top)].append((now - ts) * 1000)
         print("  row -> viewer p99 ms by tenth of the run: " + " ".join(f"{percentile(t, 99):.0f}" for t in tenths))
+        print("  latency p99 ms by tenth of the run:       " + " ".join(f"{percentile(t, 99):.0f}" for t in totals))
         per_frame = sum(live_frames) / len(live_frames) if live_frames else 0
         print(
             f"frames           live {len(live_frames)} ({per_frame:.1f} lines each), "
