@@ -53,6 +53,14 @@ def _poll() -> float:
     return float(getattr(settings, "TRAINING_SOCKET_POLL_SECONDS", 0.05))
 
 
+def _off_loop(func):
+    """``func`` as a coroutine on a thread of the event loop's pool, not on Django's one sync thread: a
+    hundred sockets joining at once queued a hundred auth reads there, and the tail's read of the first
+    lines waited behind them (they reached the viewers 0.3 s late). Each pool thread has its own
+    connection, released as after a request (CONN_MAX_AGE decides)."""
+    return database_sync_to_async(func, thread_sensitive=False)
+
+
 # A line read for the sockets: (seq, pod, its message as JSON), encoded once for every socket.
 Line = tuple[int, str, str]
 
@@ -96,7 +104,7 @@ def lines_after(job_id, after: int, limit: int = BATCH, *, in_database: bool | N
     ]
 
 
-_lines_after = database_sync_to_async(lines_after)
+_lines_after = _off_loop(lines_after)
 
 
 def frame(messages: list[str], next_seq: int) -> str:
@@ -144,7 +152,7 @@ class Batch(list):
         return self._whole
 
 
-@database_sync_to_async
+@_off_loop
 def _job_status(job_id) -> tuple[str, int]:
     row = Job.objects.filter(pk=job_id).values_list("status", "last_seq").first()
     return row if row else (JobStatus.CANCELLED, 0)
@@ -242,9 +250,9 @@ def _access(scope) -> Access | None:
     return Access(user=user, team=membership.team, role=membership.role, via=Via.UI)
 
 
-@database_sync_to_async
+@_off_loop
 def _job_or_close_code(scope, job_id: str) -> str | int:
-    """The id of the job the socket's caller may watch, or the code to close it with (one trip to the
+    """The id of the job the socket's caller may watch, or the code to close it with (one trip to a
     database thread: at DB_CONN_MAX_AGE=0 each trip opens a connection)."""
     from .selectors import get_job_by_id
 
