@@ -68,14 +68,12 @@ Line = tuple[int, str, str]
 # PostgreSQL encodes each line's message itself (a quarter of the time of rows turned into Python values
 # and encoded here): the same JSON values as the REST answer's lines (training/api/jobs.py line_data),
 # with `ts` as Python's isoformat() writes it (microseconds only when not zero, "+00:00").
-_TS_ISO = (
-    "to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS')"
-    " || CASE WHEN date_part('microseconds', ts)::bigint %% 1000000 = 0 THEN ''"
-    " ELSE to_char(ts AT TIME ZONE 'UTC', '.US') END || '+00:00'"
+_TS_ISO = (  # the fraction always has six digits, so ".000000" can only be a zero fraction
+    "replace(to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US'), '.000000', '') || '+00:00'"
 )
-_LINES_SQL = (
+_LINES_SQL = (  # the ts string needs no escaping (digits and -:T.+)
     """SELECT seq, pod, '{"seq":' || seq || ',"pod":' || to_json(pod) || ',"ts":'"""
-    f""" || COALESCE(to_json({_TS_ISO})::text, 'null') || ',"text":' || to_json(text) || '}}'"""
+    f""" || COALESCE('"' || {_TS_ISO} || '"', 'null') || ',"text":' || to_json(text) || '}}'"""
     f" FROM {LogLine._meta.db_table} WHERE job_id = %s AND seq > %s ORDER BY seq LIMIT %s"
 )
 
