@@ -294,7 +294,7 @@ AWS_DEFAULT_REGION = env_str("AWS_DEFAULT_REGION", "us-west-2")
 # --- training -------------------------------------------------------------------------------
 # How often (real seconds) a job's operation reads its pods' logs and state, and a log socket the rows.
 TRAINING_LOG_POLL_SECONDS = env_float("TRAINING_LOG_POLL_SECONDS", 0.25, minimum=0.05)
-TRAINING_SOCKET_POLL_SECONDS = env_float("TRAINING_SOCKET_POLL_SECONDS", 0.1, minimum=0.02)
+TRAINING_SOCKET_POLL_SECONDS = env_float("TRAINING_SOCKET_POLL_SECONDS", 0.05, minimum=0.02)
 # Annotations every job's pods get (a JSON object), e.g. a mesh opt-out; the sandbox reads run steering here.
 TRAINING_POD_ANNOTATIONS = env_str("TRAINING_POD_ANNOTATIONS", "{}")
 

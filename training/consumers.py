@@ -1,14 +1,21 @@
 """The live log socket: `/ws/jobs/{job}/logs/?after=SEQ[&pod=NAME]`.
 
-On connect it sends every stored line after `after`, then each new one, one JSON message per line
-({seq, pod, ts, text}); once the job has ended and every line is sent, one {"status": ...} message.
-A reconnect with the last seq it saw therefore loses nothing and repeats nothing.
+On connect it sends every stored line after `after`, then each new one, in frames that carry batches
+of lines in the REST logs answer's shape: `{"lines": [{seq, pod, ts, text}, ...], "next": SEQ}`, where
+`next` is the last seq the socket has passed, lines that `pod=` filtered out included (a frame may then
+carry no lines and only move `next` on). A frame holds what one read of the rows found, cut at
+FRAME_LINES lines or about FRAME_CHARS characters. Once the job has ended and every line is sent, one
+`{"status": ..., "next": SEQ}` message. A reconnect with the last `next` it saw therefore loses nothing
+and repeats nothing.
 
 Lines reach the socket from the database (the worker's collector writes them with their sequence
 numbers), not through the channel layer: the web server and the worker are separate processes in
 standalone mode, where the in-memory layer does not cross them, and this works the same under the
 Redis layer in production. One tail per job per web process reads the new rows and hands them to
-every socket watching that job, so a hundred viewers cost one query per poll, not a hundred.
+every socket watching that job, so a hundred viewers cost one query per poll, not a hundred; each
+line's JSON is encoded once per read (by PostgreSQL, where it runs) and a frame is those strings
+joined, built once for all the sockets that take the whole batch. A socket reads the rows itself only
+for the lines before where the tail stood when it joined.
 
 Auth: the portal's session cookie, or `Authorization: Bearer <token>`. Unauthenticated: closed 4401;
 another team's job (or no such job): closed 4404.
@@ -18,41 +25,132 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.db import connection
 
 from instantstart.errors import NotFound
 from instantstart.tenancy.access import Access, Via
 
 from .models import Job, JobStatus, LogLine
 
-BATCH = 500
+# Rows read per query: a catch-up after `after` reads this many at a time (and so may the tail, when
+# the collector stored that many in one poll).
+BATCH = 5000
+# One frame carries at most this many lines and, past the first line, about this many characters:
+# a replay of a long log is many frames, not one huge one.
+FRAME_LINES = 2000
+FRAME_CHARS = 1 << 20
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
 
 
 def _poll() -> float:
-    return float(getattr(settings, "TRAINING_SOCKET_POLL_SECONDS", 0.1))
+    return float(getattr(settings, "TRAINING_SOCKET_POLL_SECONDS", 0.05))
 
 
-def line_message(line: LogLine) -> dict:
-    return {"seq": line.seq, "pod": line.pod, "ts": line.ts.isoformat() if line.ts else None, "text": line.text}
+def _off_loop(func):
+    """``func`` as a coroutine on a thread of the event loop's pool, not on Django's one sync thread: a
+    hundred sockets joining at once queued a hundred auth reads there, and the tail's read of the first
+    lines waited behind them (they reached the viewers 0.3 s late). Each pool thread has its own
+    connection, released as after a request (CONN_MAX_AGE decides)."""
+    return database_sync_to_async(func, thread_sensitive=False)
 
 
-@database_sync_to_async
-def _lines_after(job_id, after: int, limit: int = BATCH) -> list[dict]:
-    """Lines after ``after``, each with its message encoded once (every socket sends the same text)."""
-    found = []
-    for line in LogLine.objects.filter(job_id=job_id, seq__gt=after).order_by("seq")[:limit]:
-        message = line_message(line)
-        found.append({"seq": message["seq"], "pod": message["pod"], "json": json.dumps(message)})
-    return found
+# A line read for the sockets: (seq, pod, its message as JSON), encoded once for every socket.
+Line = tuple[int, str, str]
 
 
-@database_sync_to_async
+# PostgreSQL encodes each line's message itself (a quarter of the time of rows turned into Python values
+# and encoded here): the same JSON values as the REST answer's lines (training/api/jobs.py line_data),
+# with `ts` as Python's isoformat() writes it (microseconds only when not zero, "+00:00").
+_TS_ISO = (  # the fraction always has six digits, so ".000000" can only be a zero fraction
+    "replace(to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US'), '.000000', '') || '+00:00'"
+)
+_LINES_SQL = (  # the ts string needs no escaping (digits and -:T.+)
+    """SELECT seq, pod, '{"seq":' || seq || ',"pod":' || to_json(pod) || ',"ts":'"""
+    f""" || COALESCE('"' || {_TS_ISO} || '"', 'null') || ',"text":' || to_json(text) || '}}'"""
+    f" FROM {LogLine._meta.db_table} WHERE job_id = %s AND seq > %s ORDER BY seq LIMIT %s"
+)
+
+
+def lines_after(job_id, after: int, limit: int = BATCH, *, in_database: bool | None = None) -> list[Line]:
+    """Lines after ``after``, each with its message encoded once (every socket sends the same text).
+
+    Rows, not model instances: on PostgreSQL the database writes each message, elsewhere (SQLite in
+    standalone mode) Python does; both give the same values (tests/training/test_logs_socket.py).
+    """
+    if in_database is None:
+        in_database = connection.vendor == "postgresql"
+    if in_database:
+        with connection.cursor() as cursor:
+            cursor.execute(_LINES_SQL, [uuid.UUID(str(job_id)), after, limit])
+            return cursor.fetchall()
+    rows = (
+        LogLine.objects.filter(job_id=job_id, seq__gt=after)
+        .order_by("seq")
+        .values_list("seq", "pod", "ts", "text")[:limit]
+    )
+    dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    return [
+        (seq, pod, dumps({"seq": seq, "pod": pod, "ts": ts.isoformat() if ts else None, "text": text}))
+        for seq, pod, ts, text in rows
+    ]
+
+
+_lines_after = _off_loop(lines_after)
+
+
+def frame(messages: list[str], next_seq: int) -> str:
+    """One frame of lines, the REST logs answer's shape, joined from the lines' encoded messages."""
+    return f'{{"lines":[{",".join(messages)}],"next":{next_seq}}}'
+
+
+def frames(lines: list[Line], after: int, pod: str = "") -> tuple[list[str], int]:
+    """The frames of ``lines`` past ``after`` (of ``pod`` only, if given) and the new cursor: the last seq
+    passed, filtered out or not, which each frame carries as `next`, so a reconnect with it neither
+    repeats nor misses a line. Nothing past ``after``: no frame; past it but none of the pod: one empty
+    frame, which still moves `next` on."""
+    out: list[str] = []
+    messages: list[str] = []
+    size = 0
+    cursor = after
+    for seq, line_pod, message in lines:
+        if seq <= cursor:
+            continue
+        if pod and line_pod != pod:
+            cursor = seq
+            continue
+        if messages and (len(messages) >= FRAME_LINES or size + len(message) > FRAME_CHARS):
+            out.append(frame(messages, cursor))
+            messages, size = [], 0
+        messages.append(message)
+        size += len(message)
+        cursor = seq
+    if messages or cursor > after:
+        out.append(frame(messages, cursor))
+    return out, cursor
+
+
+class Batch(list):
+    """The lines one poll of a tail read, handed to every socket of the job; the frames of the whole batch
+    are built once, for the sockets that take all of it (no pod filter, cursor just before it)."""
+
+    _whole: tuple[list[str], int] | None = None
+
+    def frames_after(self, after: int, pod: str) -> tuple[list[str], int]:
+        if pod or not self or self[0][0] != after + 1:
+            return frames(self, after, pod)
+        if self._whole is None:
+            self._whole = frames(self, after)
+        return self._whole
+
+
+@_off_loop
 def _job_status(job_id) -> tuple[str, int]:
     row = Job.objects.filter(pk=job_id).values_list("status", "last_seq").first()
     return row if row else (JobStatus.CANCELLED, 0)
@@ -68,6 +166,7 @@ class JobTail:
         self.queues: set[asyncio.Queue] = set()
         self.last = 0
         self.task: asyncio.Task | None = None
+        self.ready = asyncio.Event()  # set once the task has read where the job stands
         # Set once the job has ended and every line it stored has been read (checked when a poll finds none).
         self.ended = False
         self.status = ""
@@ -79,36 +178,53 @@ class JobTail:
             tail = cls.tails[job_id] = cls(job_id)
         return tail
 
-    async def subscribe(self, start_after: int) -> asyncio.Queue:
+    async def subscribe(self) -> asyncio.Queue:
+        """A queue of every batch the tail reads from now on; once this returns, ``last`` is where the
+        tail stands (what the socket must read from the rows itself, if its cursor is before it)."""
         queue: asyncio.Queue = asyncio.Queue()
         self.queues.add(queue)
-        if self.task is None or self.task.done():
-            _, self.last = await _job_status(self.job_id)  # sockets catch up on older lines themselves
-            self.task = asyncio.ensure_future(self._run())
+        self.ensure_running()
+        await self.ready.wait()
         return queue
+
+    def ensure_running(self) -> None:
+        # One task, however many sockets subscribe at once (the first ones all wait for its first read).
+        if self.task is None or self.task.done():
+            self.ready = asyncio.Event()
+            self.task = asyncio.ensure_future(self._run())
 
     def unsubscribe(self, queue: asyncio.Queue) -> None:
         self.queues.discard(queue)
 
+    def _hand(self, lines: Batch) -> None:
+        for queue in list(self.queues):
+            queue.put_nowait(lines)
+
     async def _run(self) -> None:
         try:
+            # Sockets catch up on older lines themselves. A job shown as ended has stored every line
+            # (the collector's last read comes first), so a replay of it ends without waiting for a poll.
+            self.status, self.last = await _job_status(self.job_id)
+            self.ended = self.ended or self.status in JobStatus.terminal()
+            self.ready.set()
             while self.queues:
                 lines = await _lines_after(self.job_id, self.last)
                 if lines:
-                    self.last = lines[-1]["seq"]
-                    for queue in list(self.queues):
-                        queue.put_nowait(lines)
+                    self.last = lines[-1][0]
+                    self._hand(Batch(lines))
                 elif not self.ended:
                     self.status, last_seq = await _job_status(self.job_id)
                     self.ended = self.status in JobStatus.terminal() and last_seq <= self.last
+                    if self.ended:
+                        self._hand(Batch())  # wakes the sockets to send their end message
                 if len(lines) < BATCH:
                     await asyncio.sleep(_poll())
         finally:
+            self.ready.set()  # a failed first read: the sockets read the rows and try the tail again
             if JobTail.tails.get(self.job_id) is self and not self.queues:
                 del JobTail.tails[self.job_id]
 
 
-@database_sync_to_async
 def _access(scope) -> Access | None:
     from instantstart.tenancy.authentication import resolve_token
     from instantstart.tenancy.teams import current_membership
@@ -132,11 +248,19 @@ def _access(scope) -> Access | None:
     return Access(user=user, team=membership.team, role=membership.role, via=Via.UI)
 
 
-@database_sync_to_async
-def _job(access: Access, job_id: str) -> Job:
+@_off_loop
+def _job_or_close_code(scope, job_id: str) -> str | int:
+    """The id of the job the socket's caller may watch, or the code to close it with (one trip to a
+    database thread: at DB_CONN_MAX_AGE=0 each trip opens a connection)."""
     from .selectors import get_job_by_id
 
-    return get_job_by_id(access, job_id)
+    access = _access(scope)
+    if access is None:
+        return CLOSE_UNAUTHENTICATED
+    try:
+        return str(get_job_by_id(access, job_id).pk)
+    except NotFound:
+        return CLOSE_NOT_FOUND
 
 
 class JobLogConsumer(AsyncWebsocketConsumer):
@@ -154,16 +278,11 @@ class JobLogConsumer(AsyncWebsocketConsumer):
         except ValueError:
             self.cursor = 0
         self.pod = (query.get("pod") or [""])[0]
-        access = await _access(self.scope)
-        if access is None:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
+        job = await _job_or_close_code(self.scope, self.scope["url_route"]["kwargs"]["job"])
+        if isinstance(job, int):
+            await self.close(code=job)
             return
-        try:
-            job = await _job(access, self.scope["url_route"]["kwargs"]["job"])
-        except NotFound:
-            await self.close(code=CLOSE_NOT_FOUND)
-            return
-        self.job_id = str(job.pk)
+        self.job_id = job
         self.pump = asyncio.ensure_future(self._pump())
 
     async def disconnect(self, code) -> None:
@@ -171,14 +290,13 @@ class JobLogConsumer(AsyncWebsocketConsumer):
         if pump is not None:
             pump.cancel()
 
-    async def _send_lines(self, lines: list[dict]) -> None:
-        for line in lines:
-            if line["seq"] <= self.cursor:
-                continue
-            self.cursor = line["seq"]
-            if self.pod and line["pod"] != self.pod:
-                continue
-            await self.send(text_data=line["json"])
+    async def _send_lines(self, lines: list[Line]) -> None:
+        if isinstance(lines, Batch):
+            texts, self.cursor = lines.frames_after(self.cursor, self.pod)
+        else:
+            texts, self.cursor = frames(lines, self.cursor, self.pod)
+        for text in texts:
+            await self.send(text_data=text)
 
     async def _catch_up(self) -> None:
         while True:
@@ -189,9 +307,10 @@ class JobLogConsumer(AsyncWebsocketConsumer):
 
     async def _pump(self) -> None:
         tail = JobTail.of(self.job_id)
-        queue = await tail.subscribe(self.cursor)
+        queue = await tail.subscribe()
         try:
-            await self._catch_up()
+            if self.cursor < tail.last:  # lines the tail will not hand this socket: read from the rows
+                await self._catch_up()
             while True:
                 if queue.empty() and tail.ended and self.cursor >= tail.last:
                     await self.send(text_data=json.dumps({"status": tail.status, "next": self.cursor}))
@@ -199,8 +318,11 @@ class JobLogConsumer(AsyncWebsocketConsumer):
                 try:
                     batch = await asyncio.wait_for(queue.get(), timeout=_poll())
                 except TimeoutError:
+                    tail.ensure_running()  # a tail whose read failed starts again, from where the job stands:
+                    if self.cursor < tail.last:  # what it skipped comes from the rows
+                        await self._catch_up()
                     continue
-                if batch[0]["seq"] > self.cursor + 1:
+                if batch and batch[0][0] > self.cursor + 1:
                     await self._catch_up()  # a gap (this socket joined mid-batch): read it from the rows
                 await self._send_lines(batch)
         finally:

@@ -140,7 +140,9 @@ class AsgiServer:
 
 
 def read_socket(url: str, headers: dict, *, stop_after: int | None = None, timeout: float = 90) -> tuple[list, dict]:
-    """Messages of a log socket until its end-of-job status (or ``stop_after`` lines): (lines, last)."""
+    """Lines of a log socket until its end-of-job status (or the frame that reaches ``stop_after`` lines):
+    (the lines of every frame, flat; the end message, or {"next"} of the last frame read). Each frame is
+    checked on the way: `next` is its last line's seq or later."""
     import json
 
     from websockets.sync.client import connect
@@ -151,6 +153,8 @@ def read_socket(url: str, headers: dict, *, stop_after: int | None = None, timeo
             message = json.loads(socket.recv(timeout=timeout))
             if "status" in message:
                 return lines, message
-            lines.append(message)
+            assert set(message) == {"lines", "next"}, message
+            assert not message["lines"] or message["next"] >= message["lines"][-1]["seq"], message
+            lines.extend(message["lines"])
             if stop_after is not None and len(lines) >= stop_after:
-                return lines, {}
+                return lines, {"next": message["next"]}

@@ -1,14 +1,19 @@
 """The live log socket against a running job: what it streams is what REST stores, line for line; a
-reconnect with `after` neither loses nor repeats a line; two viewers get the same lines; another team's
-job closes it with 4404. Served by the real ASGI application under uvicorn."""
+reconnect with `after` (a frame's `next`) neither loses nor repeats a line; two viewers get the same
+lines; a frame carries a batch of lines; `pod=` sends that pod's lines and still moves `next` over the
+others; another team's job closes it with 4404. Served by the real ASGI application under uvicorn.
+How frames are cut (caps, the pod filter, `next`) is tested on `frames` itself at the end."""
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
+
+from training import consumers
 
 from .helpers import read_socket, rest_lines, upload, wait_for_job
 
@@ -46,9 +51,10 @@ def test_socket_lines_match_rest_and_survive_reconnects_for_two_viewers(
     viewers = [threading.Thread(target=view, args=(name,)) for name in ("a", "b")]
     for viewer in viewers:
         viewer.start()
-    # A third viewer leaves after 20 lines and comes back with the last seq it saw.
-    first, _ = read_socket(url + "?after=0", auth, stop_after=20)
-    rest_of, end = read_socket(f"{url}?after={first[-1]['seq']}", auth)
+    # A third viewer leaves after the frame that brings its 20th line and comes back with its `next`.
+    first, cut = read_socket(url + "?after=0", auth, stop_after=20)
+    assert cut["next"] == first[-1]["seq"]
+    rest_of, end = read_socket(f"{url}?after={cut['next']}", auth)
     for viewer in viewers:
         viewer.join(120)
     done = wait_for_job(admin_api, cluster, job["id"])
@@ -61,6 +67,19 @@ def test_socket_lines_match_rest_and_survive_reconnects_for_two_viewers(
     assert end == {"status": "succeeded", "next": stored[-1]["seq"]}
     # A reload after the end replays from any point and ends at once.
     assert read_socket(f"{url}?after={stored[-5]['seq']}", auth)[0] == stored[-4:]
+    # ... in frames of many lines: the whole log (under the frame cap) is one frame, then the end.
+    with connect(f"{url}?after=0", additional_headers=auth, open_timeout=10) as socket:
+        whole = json.loads(socket.recv(timeout=30))
+        assert whole == {"lines": stored, "next": stored[-1]["seq"]}
+        assert json.loads(socket.recv(timeout=30)) == end
+    # One pod's lines, and the end's `next` is past the other pod's too; a reconnect with a frame's
+    # `next` misses none of that pod's lines and repeats none.
+    pod = stored[0]["pod"]
+    mine = [line for line in stored if line["pod"] == pod]
+    assert 0 < len(mine) < len(stored)
+    assert read_socket(f"{url}?after=0&pod={pod}", auth) == (mine, end)
+    half = mine[len(mine) // 2]["seq"]
+    assert read_socket(f"{url}?after={half}&pod={pod}", auth)[0] == [line for line in mine if line["seq"] > half]
 
 
 def test_socket_of_another_teams_job_closes_with_4404_and_without_credentials_4401(asgi, team, other_team, admin_token):
@@ -76,3 +95,84 @@ def test_socket_of_another_teams_job_closes_with_4404_and_without_credentials_44
             with pytest.raises(ConnectionClosed) as closed:
                 socket.recv(timeout=10)
         assert closed.value.rcvd.code == code
+
+
+def _lines(*pods: str, text: str = "x") -> list[tuple[int, str, str]]:
+    return [
+        (seq, pod, json.dumps({"seq": seq, "pod": pod, "ts": None, "text": text}))
+        for seq, pod in enumerate(pods, start=1)
+    ]
+
+
+def test_frames_batch_lines_and_next_is_the_last_seq_passed(monkeypatch):
+    lines = _lines("a", "b", "a", "a", "b")
+    texts, cursor = consumers.frames(lines, 0)
+    assert cursor == 5 and [json.loads(t) for t in texts] == [
+        {"lines": [json.loads(m) for _, _, m in lines], "next": 5}
+    ]
+    # Only what is past the cursor; nothing past it: no frame at all.
+    assert [json.loads(t)["next"] for t in consumers.frames(lines, 3)[0]] == [5]
+    assert consumers.frames(lines, 5) == ([], 5)
+    # A pod filter sends that pod's lines; `next` covers the lines it skipped, and a batch with none of
+    # the pod still moves it on (an empty frame).
+    texts, cursor = consumers.frames(lines, 0, "b")
+    assert cursor == 5 and [[x["seq"] for x in json.loads(t)["lines"]] for t in texts] == [[2, 5]]
+    assert consumers.frames(lines, 2, "b") == ([consumers.frame([lines[4][2]], 5)], 5)
+    assert consumers.frames(lines[:4], 2, "b") == (['{"lines":[],"next":4}'], 4)
+    # Capped by lines and by characters (a line longer than the cap still goes, alone).
+    monkeypatch.setattr(consumers, "FRAME_LINES", 2)
+    texts, cursor = consumers.frames(lines, 0)
+    assert cursor == 5
+    assert [([x["seq"] for x in json.loads(t)["lines"]], json.loads(t)["next"]) for t in texts] == [
+        ([1, 2], 2),
+        ([3, 4], 4),
+        ([5], 5),
+    ]
+    monkeypatch.setattr(consumers, "FRAME_LINES", 100)
+    monkeypatch.setattr(consumers, "FRAME_CHARS", 100)
+    big = _lines("a", "a", "a", text="y" * 60)
+    assert [[x["seq"] for x in json.loads(t)["lines"]] for t in consumers.frames(big, 0)[0]] == [[1], [2], [3]]
+
+
+def test_a_tail_batch_is_framed_once_for_every_socket_that_takes_all_of_it():
+    batch = consumers.Batch(_lines("a", "b", "a"))
+    whole = batch.frames_after(0, "")
+    assert batch.frames_after(0, "") is whole
+    assert batch.frames_after(1, "") == consumers.frames(batch, 1)
+    assert batch.frames_after(0, "a") == consumers.frames(batch, 0, "a")
+
+
+@pytest.mark.django_db
+def test_lines_encoded_by_postgresql_are_the_messages_python_and_rest_give(team):
+    from datetime import UTC, datetime
+
+    from tests.factories import ClusterFactory
+    from training.api.jobs import line_data
+    from training.models import Job, LogLine
+
+    job = Job.objects.create(
+        cluster=ClusterFactory(team=team, name="enc"),
+        name="x",
+        recipe="pytorch",
+        kind="HyperPodPyTorchJob",
+        namespace="acme",
+        k8s_name="x-1",
+    )
+    texts = ['say "hi" \\ back', "tab\there\r", "\x01\x1f\x7f", "snow ☃ and \u2028 and 𝄞", "", "x" * 70000]
+    stamps = [
+        datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),  # no microseconds: isoformat() writes none
+        datetime(2026, 1, 2, 3, 4, 5, 120000, tzinfo=UTC),
+        datetime(2026, 1, 2, 3, 4, 5, 7, tzinfo=UTC),
+        None,
+    ]
+    LogLine.objects.bulk_create(
+        LogLine(job=job, seq=i + 1, pod=f"pod-{i % 2}", ts=stamps[i % len(stamps)], text=text)
+        for i, text in enumerate(texts)
+    )
+    rest = [line_data(line) for line in LogLine.objects.filter(job=job).order_by("seq")]
+    in_db = consumers.lines_after(job.pk, 0, in_database=True)
+    in_python = consumers.lines_after(job.pk, 0, in_database=False)
+    assert [(seq, pod) for seq, pod, _ in in_db] == [(line["seq"], line["pod"]) for line in rest]
+    assert [json.loads(message) for _, _, message in in_db] == rest
+    assert [json.loads(message) for _, _, message in in_python] == rest
+    assert [seq for seq, _, _ in consumers.lines_after(job.pk, 4, limit=1)] == [5]

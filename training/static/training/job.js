@@ -28,19 +28,23 @@
     view.textContent = lines.filter(visible).map(render).join("");
     if (follow.checked) view.scrollTop = view.scrollHeight;
   }
-  function add(batch) {
+  // frames: socket frames {lines: [{seq, pod, ts, text}], next}, in order.
+  function add(frames) {
     let fresh = "";
-    for (const line of batch) {
-      if (line.seq <= last) continue;  // never twice
-      last = line.seq;
-      lines.push(line);
-      if (!pods.has(line.pod)) {
-        pods.add(line.pod);
-        const option = document.createElement("option");
-        option.value = option.textContent = line.pod;
-        podSelect.appendChild(option);
+    for (const frame of frames) {
+      for (const line of frame.lines) {
+        if (line.seq <= last) continue;  // never twice
+        last = line.seq;
+        lines.push(line);
+        if (!pods.has(line.pod)) {
+          pods.add(line.pod);
+          const option = document.createElement("option");
+          option.value = option.textContent = line.pod;
+          podSelect.appendChild(option);
+        }
+        if (visible(line)) fresh += render(line);
       }
-      if (visible(line)) fresh += render(line);
+      if (frame.next > last) last = frame.next;  // a reconnect resumes after every line the socket passed
     }
     if (fresh) view.appendChild(document.createTextNode(fresh));
     count.textContent = `${lines.length} lines`;
@@ -52,7 +56,7 @@
     socket.onmessage = (event) => {
       const message = JSON.parse(event.data);
       if (message.status) { ended = true; logs.dataset.ended = message.status; return; }
-      if (paused) pending.push(message); else add([message]);
+      if (paused) pending.push(message); else add([message]);  // a frame of lines
     };
     socket.onclose = (event) => {
       if (event.code === 4404 || event.code === 4401) { view.textContent = "This job's logs are not available."; return; }
