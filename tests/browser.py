@@ -51,11 +51,23 @@ def screenshot(page, name: str, tmp_path: Path) -> None:
         page.screenshot(path=str(Path(target) / name), full_page=True)
 
 
+# htmx is loaded and nothing is in flight: no request (htmx marks the element that asked, e.g. a
+# fragment that loads itself), swap or settle under way.
+_HTMX_IDLE = (
+    "() => window.htmx !== undefined && !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')"
+)
+
+
 def swapped(page, action) -> None:
-    """Do ``action`` and wait until htmx has swapped in and settled the fragment it asked for."""
+    """Do ``action`` and wait until htmx has swapped in and settled the fragment it asked for.
+
+    Waits for htmx to be idle first and again after, so a fragment still loading from before (or a
+    second swap the first one caused) does not settle in place of the one ``action`` asked for."""
+    page.wait_for_function(_HTMX_IDLE)
     page.evaluate(
         "window.__settled = false;"
         "document.body.addEventListener('htmx:afterSettle', () => { window.__settled = true; }, {once: true})"
     )
     action()
     page.wait_for_function("() => window.__settled === true")
+    page.wait_for_function(_HTMX_IDLE)
