@@ -1,16 +1,18 @@
 """The operation engine: advance one operation by one or more steps, under a lease.
 
 `advance` is what the Celery task runs. It never sleeps: a step that must wait for the cloud
-returns Wait and the engine re-enqueues itself with a countdown, so one worker can drive
+returns Wait, and the worker either keeps the operation and runs its next advance itself when due
+(`advance_kept`, see holding.py) or re-enqueues it with a countdown, so one worker can drive
 thousands of operations. A lease taken with a conditional UPDATE makes sure two workers never
 run a step of the same operation at once; an expired lease (the worker died) lets the sweep
 hand the operation to another worker, which resumes from what the phase recorded.
 
-One advance costs two statements of its own on PostgreSQL (see lease.py): the claim, which also
-returns the operation and its current phase, and one write that saves the step's result, sets
-the wake-up and releases the lease. When a phase finishes, the next one runs in the same task
-(one write hands off) while the task is within its hand-off budget: no queue round trip between
-phases. Waits longer than a broker may hold a message are not sent; the sweep sends them when due.
+Its own statements on PostgreSQL (see lease.py): the claim, which also returns the operation and
+its current phase (or, for a kept operation, one SELECT under the lease it kept), and one write
+per step result that saves it, sets the wake-up and releases or keeps the lease. A phase's start,
+and a finished phase's result when the next phase runs in the same advance (while within the
+hand-off budget: no queue round trip between phases), are saved with the next step's result.
+Waits longer than a broker may hold a message are not sent; the sweep sends them when due.
 """
 
 from __future__ import annotations
@@ -125,19 +127,20 @@ class _Run:
         self.steps = 0
         # Step runs not yet added to advance_count (a claim counts the first one itself).
         self.uncounted = 0 if counted else 1
-        self.kept = not counted  # run by the holder of a kept operation, not from a message
         # Phase changes saved with the next write: a phase's start, and a finished phase's result
         # when the next phase runs in this advance (one write per step result, not two).
         self.deferred: dict[int, dict] = {}
+
+    def _defer(self, phases: dict[int, dict]) -> None:
+        for pk, values in phases.items():
+            self.deferred[pk] = {**self.deferred.get(pk, {}), **values}
 
     def _write(self, operation: dict, phases: dict[int, dict] | None = None) -> lease.Written:
         """A write under the lease, with the deferred phase changes and the step runs it follows."""
         if self.uncounted:
             operation = {**operation, "advance_count": Sql(f"{_col('advance_count')} + {self.uncounted:d}")}
-        merged = {pk: dict(values) for pk, values in self.deferred.items()}
-        for pk, values in (phases or {}).items():
-            merged[pk] = {**merged.get(pk, {}), **values}
-        written = lease.write(self.operation.pk, self.token, operation=operation, phases=merged)
+        self._defer(phases or {})
+        written = lease.write(self.operation.pk, self.token, operation=operation, phases=self.deferred)
         if written.held:
             self.uncounted, self.deferred = 0, {}
         return written
@@ -208,10 +211,6 @@ class _Run:
             values["state"] = self.phase.state
         return {self.phase.pk: values}
 
-    def _lease_seconds(self) -> float:
-        # A kept operation's lease is the holder's, which renews it while the process lives.
-        return holding.lease_seconds() if self.kept else _conf("LEASE_SECONDS")
-
     def _wait(self, ctx: StepContext, delay: float, message: str) -> Outcome:
         phase = self.phase
         result = self._phase_result(
@@ -260,8 +259,7 @@ class _Run:
             if seen is None:
                 return Outcome("skipped", steps=self.steps)
             self.operation.cancel_requested, next_phase = seen
-            for pk, values in finished.items():
-                self.deferred[pk] = {**self.deferred.get(pk, {}), **values}
+            self._defer(finished)
             if next_phase is None:  # fewer phases stored than the kind has steps
                 return self._finish(OperationStatus.SUCCEEDED)
             self.uncounted += 1  # the next phase's step, run in this advance

@@ -42,6 +42,7 @@ from .queue import enqueue_advance
 log = logging.getLogger(__name__)
 
 _enabled = False
+_threads = 1
 _holder: Holder | None = None
 _lock = threading.Lock()
 
@@ -57,9 +58,6 @@ def enable(threads: int) -> None:
     """Let this process (and processes forked from it) keep operations, run on ``threads`` threads."""
     global _enabled, _threads
     _enabled, _threads = True, max(1, threads)
-
-
-_threads = 1
 
 
 def current(advance: Advance) -> Holder | None:

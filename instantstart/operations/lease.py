@@ -316,11 +316,6 @@ def phase_at(operation_id: str | uuid.UUID, token: uuid.UUID, index: int) -> tup
     return bool(row[0]), (_instance(Phase, row[1:]) if row[1] is not None else None)
 
 
-def release(operation_id: str | uuid.UUID, token: uuid.UUID) -> None:
-    """Give the lease back without other changes (an advance that ended in an unexpected error)."""
-    write(operation_id, token, operation={"lease_token": None, "lease_until": None})
-
-
 def record_state(phase: Phase, token: uuid.UUID | None, state: dict) -> None:
     """Save a phase's state at once, only while ``token`` holds the operation's lease (one statement).
 
