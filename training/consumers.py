@@ -66,7 +66,7 @@ Line = tuple[int, str, str]
 
 
 # PostgreSQL encodes each line's message itself (a quarter of the time of rows turned into Python values
-# and encoded here): the same JSON values as the REST answer's lines (training/api/jobs.py line_data),
+# and encoded here): the same JSON values as the REST answer's lines (LogLine.data),
 # with `ts` as Python's isoformat() writes it (microseconds only when not zero, "+00:00").
 _TS_ISO = (  # the fraction always has six digits, so ".000000" can only be a zero fraction
     "replace(to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US'), '.000000', '') || '+00:00'"
@@ -96,10 +96,7 @@ def lines_after(job_id, after: int, limit: int = BATCH, *, in_database: bool | N
         .values_list("seq", "pod", "ts", "text")[:limit]
     )
     dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-    return [
-        (seq, pod, dumps({"seq": seq, "pod": pod, "ts": ts.isoformat() if ts else None, "text": text}))
-        for seq, pod, ts, text in rows
-    ]
+    return [(seq, pod, dumps(LogLine.data(seq, pod, ts, text))) for seq, pod, ts, text in rows]
 
 
 _lines_after = _off_loop(lines_after)

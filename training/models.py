@@ -118,3 +118,8 @@ class LogLine(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job_id}#{self.seq}"
+
+    @staticmethod
+    def data(seq: int, pod: str, ts, text: str) -> dict:
+        """A line as every face shows it: REST's logs answer and the socket's frames."""
+        return {"seq": seq, "pod": pod, "ts": ts.isoformat() if ts else None, "text": text}

@@ -11,7 +11,7 @@ from clusters.api.clusters import ClusterChildMixin
 from instantstart.api.viewsets import TeamViewSet
 from instantstart.operations.serializers import OperationSerializer
 
-from ..models import Job
+from ..models import Job, LogLine
 from ..readers.mlflow import job_metrics
 from ..selectors import get_job, log_lines
 from ..serializers import JobListSerializer, JobSerializer, JobSubmitRequestSerializer, validated_submission
@@ -42,7 +42,7 @@ METRICS = inline_serializer(
 
 
 def line_data(line) -> dict:
-    return {"seq": line.seq, "pod": line.pod, "ts": line.ts.isoformat() if line.ts else None, "text": line.text}
+    return LogLine.data(line.seq, line.pod, line.ts, line.text)
 
 
 class JobViewSet(ClusterChildMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, TeamViewSet):
