@@ -26,11 +26,10 @@ class ClusterFeatureAdmin(admin.ModelAdmin):
 
     @admin.display(description="Actual state (read now)")
     def actual_state(self, obj: ClusterFeature):
-        from .readers.state import read_state
-        from .selectors import feature_list
+        from .selectors import features_now
 
         try:
-            rows = feature_list(obj.cluster, read_state(obj.cluster))
+            rows, _ = features_now(obj.cluster)
         except Exception as exc:  # noqa: BLE001 - the admin page shows the error instead of failing
             return f"could not read: {exc}"
         return format_html_join(

@@ -10,7 +10,7 @@ from instantstart.operations.models import ACTIVE, Operation
 from .catalog import CATALOG, required_by
 from .models import ClusterFeature
 from .planning import unavailable_reason
-from .readers.state import ClusterState
+from .readers.state import ClusterState, read_state
 
 KIND = "features.update"
 
@@ -33,10 +33,20 @@ def running_update(cluster: Cluster) -> Operation | None:
     )
 
 
-def feature_list(cluster: Cluster, state: ClusterState, records: dict | None = None) -> list[dict]:
-    """Every feature and dependency with its actual state, desired state and drift."""
-    records = records_of(cluster) if records is None else records
+def features_now(cluster: Cluster, records: dict | None = None) -> tuple[list[dict], Operation | None]:
+    """The features list read now, with the features.update running on the cluster. The operation is
+    looked up before the cloud is read: an update that ends in between is then shown by the next read
+    as what it left, never a state read before it ended as if nothing were changing."""
     running = running_update(cluster)
+    return feature_list(cluster, read_state(cluster), records, running), running
+
+
+def feature_list(
+    cluster: Cluster, state: ClusterState, records: dict | None = None, running: Operation | None = None
+) -> list[dict]:
+    """Every feature and dependency with its actual state, desired state and drift; the features the
+    `running` update changes show as enabling / disabling."""
+    records = records_of(cluster) if records is None else records
     changing = {}
     if running is not None:
         for action in running.params.get("plan", []):

@@ -13,7 +13,7 @@ from instantstart.tenancy.roles import Role
 
 from ..catalog import CATALOG
 from ..readers.state import read_state
-from ..selectors import feature_list, records_of
+from ..selectors import feature_list, features_now, records_of, running_update
 from ..serializers import (
     FeaturesAcceptedSerializer,
     FeatureSerializer,
@@ -52,7 +52,7 @@ class FeatureViewSet(ClusterChildMixin, TeamViewSet):
         """Every feature and dependency: actual state (read now), desired state, requires / required_by, drift."""
         cluster = self.cluster
         require_ready(cluster)
-        return Response({"features": feature_list(cluster, read_state(cluster))})
+        return Response({"features": features_now(cluster)[0]})
 
     @extend_schema(
         request=PATCH_BODY,
@@ -86,7 +86,8 @@ class FeatureViewSet(ClusterChildMixin, TeamViewSet):
             idempotency_key=self.idempotency_key,
         )
         if operation is None:
-            return Response({"changed": False, "features": feature_list(cluster, state)})
+            rows = feature_list(cluster, state, running=running_update(cluster))
+            return Response({"changed": False, "features": rows})
         return self._accepted(operation)
 
     def _accepted(self, operation) -> Response:

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from instantstart.errors import cloud_read
 
-from ..selectors import feature_list, records_of
-from .state import read_state
+from ..selectors import features_now, records_of
 
 
 @cloud_read()
@@ -15,7 +14,7 @@ def feature_drift(cluster) -> list[dict]:
     records = records_of(cluster)
     if not records or not cluster.eks_cluster_name:
         return []  # nothing was ever asked for: nothing can drift (and nothing is read)
-    rows = feature_list(cluster, read_state(cluster), records)
+    rows, _ = features_now(cluster, records)
     return [
         {"resource": f"feature/{r['name']}", "field": "enabled", "recorded": r["desired"], "actual": r["enabled"]}
         for r in rows

@@ -20,7 +20,7 @@ from instantstart.tenancy.roles import Role
 
 from ..planning import describe
 from ..readers.state import read_state
-from ..selectors import KIND, feature_list, records_of, running_update
+from ..selectors import KIND, features_now, records_of
 from ..serializers import FeaturesUpdateSerializer
 from ..services import require_ready, update_features
 
@@ -66,11 +66,10 @@ def panel_context_for(request, cluster) -> dict:
     can_change = request.access.can(Role.ADMIN) and cluster.status in (ClusterStatus.ACTIVE, ClusterStatus.IMPORTED)
     with page_errors() as failed:
         require_ready(cluster)
-        rows = feature_list(cluster, read_state(cluster))
+        rows, running = features_now(cluster)
     if failed:
         context["error"] = failed.text
         return context
-    running = running_update(cluster)
     by_name = {r["name"]: r for r in rows}
     for row in rows:
         row["locked"] = _why_locked(row, by_name, can_change, running)

@@ -54,7 +54,9 @@ def test_toggle_a_feature_preview_confirm_and_watch_it_finish(
     assert plan.locator("input[type=hidden]:not([name=csrfmiddlewaretoken])").count() == 1
     screenshot(page, "features-plan.png", tmp_path)
     page.click("#features-confirm")
-    expect(page.locator("#operation-panel")).to_have_attribute("data-status", "succeeded", timeout=60_000)
+    # the features operation's own panel (the cluster page also shows the cluster's finished create)
+    panel = page.locator("#features-operation #operation-panel")
+    expect(panel).to_have_attribute("data-status", "succeeded", timeout=60_000)
     expect(page.locator("#feature-kuberay")).to_have_attribute("data-status", "enabled", timeout=30_000)
     expect(page.locator("#toggle-kuberay")).to_be_checked()
     screenshot(page, "features-after.png", tmp_path)

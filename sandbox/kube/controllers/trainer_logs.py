@@ -91,8 +91,29 @@ def run(c: Cluster, ctx: Ctx, pod: Obj, s: dict[str, Any]) -> int | None:
     proc = s.get("proc") or {}
     if "spec" not in proc:
         return None
-    done = runner.advance(proc, ctx.speedup, ctx.now, emitter(c, pod, proc["container"]), ctx.metrics)
+    joined = _joined(c, pod, s) if proc.get("lag") is None else 0.0
+    done = runner.advance(proc, ctx.speedup, ctx.now, emitter(c, pod, proc["container"]), ctx.metrics, joined)
     return int(proc["spec"].get("exit", 0)) if done else None
+
+
+def _joined(c: Cluster, pod: Obj, s: dict[str, Any]) -> float | None:
+    """When the last process of this pod's job started (the rendezvous), None while one of its
+    `nnodes` pods has no process yet. A pod outside a training job has no one to wait for."""
+    job = (s.get("ctx") or {}).get("job")
+    nnodes = int((s.get("ctx") or {}).get("nnodes", 1) or 1)
+    own = float((s.get("proc") or {}).get("t0", 0.0))
+    if not job or nnodes <= 1:
+        return own
+    ns = pod["metadata"].get("namespace", "")
+    starts = []
+    for peer in c.list("/pods", ns):
+        ps = c.sim.get(peer["metadata"]["uid"]) or {}
+        if (ps.get("ctx") or {}).get("job") != job or (peer.get("status") or {}).get("phase") != "Running":
+            continue
+        proc = ps.get("proc") or {}
+        if "spec" in proc and not proc.get("finished"):
+            starts.append(float(proc["t0"]))
+    return max(starts) if len(starts) >= nnodes else None
 
 
 def crash(c: Cluster, ctx: Ctx, pod: Obj, s: dict[str, Any], code: int) -> list[str]:

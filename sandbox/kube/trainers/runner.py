@@ -46,6 +46,7 @@ def start(state: dict[str, Any], spec: dict[str, Any], now: float, metrics: Any,
             "finished": False,
             "last_ts": now,
             "run_key": run_key,
+            "lag": None,
         }
     )
     prog = make(spec)
@@ -69,17 +70,25 @@ def _cutoff(state: dict[str, Any]) -> tuple[float | None, int | None]:
     return hang.get("at"), hang.get("after_step")
 
 
-def advance(state: dict[str, Any], speedup: float, now: float, emit: Emit, metrics: Any) -> bool:
-    """Emit what is due; True once the program has exited (its code is state['spec']['exit'])."""
+def advance(
+    state: dict[str, Any], speedup: float, now: float, emit: Emit, metrics: Any, joined: float | None = 0.0
+) -> bool:
+    """Emit what is due; True once the program has exited (its code is state['spec']['exit']).
+
+    `joined`: the wall time the last process of the job started (the rendezvous completes then), or
+    None while some have not: the ranks of one job run their steps in lockstep, so a process that
+    started early waits at the rendezvous after its startup lines and its steps are timed from the
+    last start (0.0, the default: a process on its own)."""
     if state.get("finished") or "spec" not in state:
         return bool(state.get("finished"))
     prog = make(state["spec"])
     t0 = float(state["t0"])
     elapsed = (now - t0) * speedup
     hang_at, hang_step = _cutoff(state)
+    lag = 0.0  # simulated seconds spent waiting at the rendezvous (counted once the startup is out)
 
     def wall(offset: float) -> float:
-        t = max(min(t0 + offset / speedup, now), float(state.get("last_ts", t0)))
+        t = max(min(t0 + (offset + lag) / speedup, now), float(state.get("last_ts", t0)))
         state["last_ts"] = t
         return t
 
@@ -99,6 +108,12 @@ def advance(state: dict[str, Any], speedup: float, now: float, emit: Emit, metri
         if i < len(startup):
             return False
         state["started"] = True
+    if state.get("lag") is None:
+        if joined is None:
+            return False
+        state["lag"] = max(joined - t0, 0.0) * speedup
+    lag = float(state["lag"])
+    elapsed -= lag
     step = int(state.get("step", 0))
     reporting = bool(state.get("mlflow")) and metrics is not None
     for _ in range(MAX_STEPS_PER_CALL):

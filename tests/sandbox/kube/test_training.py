@@ -5,6 +5,7 @@ restart them within their budget — shown through the official client, as the p
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -317,3 +318,28 @@ def test_a_failing_program_prints_its_error_and_the_job_fails(training: Kube) ->
     assert "torch.distributed.elastic.multiprocessing.errors.ChildFailedError" not in log  # no torchrun here
     pod = kube.core.read_namespaced_pod("oom-pod-0", "default")
     assert pod.status.phase == "Failed" and pod.status.container_statuses[0].state.terminated.exit_code == 1
+
+
+def test_ranks_wait_for_each_other_at_the_rendezvous_and_all_fail_together(world_factory: Callable[..., Kube]) -> None:
+    """One node free for a two-node job: rank 0 starts alone and waits at the rendezvous (no step
+    before rank 1 runs); the program's error then hits both ranks at the same step, so rank 0 prints
+    it before the operator fails the job."""
+    kube = world_factory(addons={TRAINING}, nodes=1)
+    _submit(kube, hpjob("late", "llama_factory", annotations={"sandbox.instantstart.io/exit-code": "1"}))
+    wait_for(lambda: "Initializing" in _log(kube, "late-pod-0"), timeout=20, what="rank 0 started")
+    pending = kube.core.read_namespaced_pod("late-pod-1", "default")
+    assert pending.status.phase == "Pending"
+    time.sleep(1.0)  # rank 0 would be training by now if it did not wait
+    assert not any(LOSS["llama_factory"].search(x) for x in _log(kube, "late-pod-0").splitlines()), "stepped alone"
+    kube.world.sync_nodes(KEY, [gpu_node(f"hyperpod-i-0000000{i}") for i in range(2)])
+
+    failed = wait_for(lambda: cond(_get(kube, "late"), "Failed"), timeout=30, what="Failed")
+    assert failed["reason"] == "MaxRetryCountExceeded"
+    assert "torch.OutOfMemoryError: CUDA out of memory." in _log(kube, "late-pod-0")
+    started = kube.core.read_namespaced_pod("late-pod-1", "default").status.container_statuses[0]
+    first_step = next(
+        line.split(" ", 1)[0]
+        for line in kube.core.read_namespaced_pod_log("late-pod-0", "default", timestamps=True).splitlines()
+        if LOSS["llama_factory"].search(line.split(" ", 1)[1])
+    )
+    assert first_step >= started.state.terminated.started_at.strftime("%Y-%m-%dT%H:%M:%S")
