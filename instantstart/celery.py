@@ -10,7 +10,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "instantstart.settings")
 
 app = Celery("instantstart")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["instantstart.operations"])
+app.autodiscover_tasks(["instantstart.operations", "training"])
 
 
 @signals.worker_init.connect

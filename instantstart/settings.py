@@ -295,6 +295,11 @@ AWS_DEFAULT_REGION = env_str("AWS_DEFAULT_REGION", "us-west-2")
 # How often (real seconds) a job's operation reads its pods' logs and state, and a log socket the rows.
 TRAINING_LOG_POLL_SECONDS = env_float("TRAINING_LOG_POLL_SECONDS", 0.25, minimum=0.05)
 TRAINING_SOCKET_POLL_SECONDS = env_float("TRAINING_SOCKET_POLL_SECONDS", 0.05, minimum=0.02)
+# Workers also follow each running pod's log (follow=true) and store lines as the kubelet writes them;
+# the poll then reads only pods without a stream. A stream not renewed by its job's poll for this long
+# (the operation moved to another worker, or ended) closes.
+TRAINING_LOG_FOLLOW = env_bool("TRAINING_LOG_FOLLOW", True)
+TRAINING_LOG_STREAM_IDLE_SECONDS = env_float("TRAINING_LOG_STREAM_IDLE_SECONDS", 15.0, minimum=1.0)
 # Annotations every job's pods get (a JSON object), e.g. a mesh opt-out; the sandbox reads run steering here.
 TRAINING_POD_ANNOTATIONS = env_str("TRAINING_POD_ANNOTATIONS", "{}")
 

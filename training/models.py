@@ -68,6 +68,8 @@ class Job(models.Model):
     events = models.JSONField(default=list, blank=True)
     # The last sequence number given to a log line of this job (LogLine.seq), advanced by the collector.
     last_seq = models.PositiveBigIntegerField(default=0)
+    # per pod: the last stored log line's kubelet timestamp and how many stored lines carry it (log_store.py)
+    log_cursors = models.JSONField(default=dict, blank=True)
     resubmitted_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -1,14 +1,14 @@
 """`job.submit`: validate (feature, schema) → apply (MLflow server, config, the job) → running (follow).
 
 The running phase is the job's one reader: every poll reads the custom object, its pods and events, and
-each pod's log from where the last poll stopped, stores the new lines with the job's next sequence
-numbers, and waits again (never sleeps). It ends when the job does, after one more read of the logs.
+the log of each pod that has no followed stream (log_streams.py) from where its stored lines stop,
+stores the new lines with the job's next sequence numbers (log_store.py), and waits again (never
+sleeps). It ends when the job does, after one more read of every pod's log.
 """
 
 from __future__ import annotations
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 from kubernetes import client as k8s
 
@@ -17,13 +17,15 @@ from instantstart.operations.context import StepContext
 from instantstart.operations.results import Done, Fail, Wait
 
 from ..manifests import GROUP_VERSION, PLURAL, config_map
-from ..models import Job, JobStatus, LogLine
+from ..models import Job, JobStatus
 from ..readers import mlflow as mlflow_reader
 from ..readers.cluster import kube
 from ..readers.jobs import read_job
 from ..readers.logs import read_pod_log
 from ..readers.schema import crd_schema, schema_errors
 from ..recipes import FEATURE
+from . import log_streams
+from .log_store import Numberer, since_of, store
 
 
 def job_of(ctx: StepContext) -> Job:
@@ -124,72 +126,19 @@ def _poll_seconds() -> float:
     return real / scale
 
 
-def _stamp_key(stamp: str) -> tuple[str, int]:
-    """A kubelet timestamp (RFC 3339, up to nanoseconds, trailing zeros trimmed) as a sortable key."""
-    head, _, frac = stamp.rstrip("Z").partition(".")
-    return head, int((frac + "000000000")[:9] or 0)
-
-
 def collect_logs(ctx: StepContext, job: Job, pods: list[dict]) -> int:
-    """Store each pod's lines printed since the last poll; returns how many were new.
-
-    The cursor per pod is the last stored line's kubelet timestamp and how many stored lines carry it.
-    The read asks from that second (the API's sinceTime has second precision), then skips what is
-    older than the cursor and the lines at the cursor already stored: none lost, none twice.
-    """
-    cursors = dict(ctx.state.get("cursors") or {})
-    new: list[tuple[str, str, str]] = []
+    """Read each started pod's log from its cursor and store the new lines; how many were new."""
+    cursors = job.log_cursors or {}
+    if not cursors and ctx.state.get("cursors"):  # a job followed before the cursors moved to its row
+        cursors = ctx.state["cursors"]
+        Job.objects.filter(pk=job.pk, log_cursors={}).update(log_cursors=cursors)
+    reads = {}
     for pod in pods:
         if pod["phase"] == "Pending":
             continue
-        name = pod["name"]
-        cursor = cursors.get(name) or {}
-        since = cursor["ts"].partition(".")[0].rstrip("Z") + "Z" if cursor.get("ts") else None
-        lines = read_pod_log(job.cluster, job.namespace, name, since)
-        fresh = lines
-        if cursor.get("ts"):
-            at, skip = _stamp_key(cursor["ts"]), cursor.get("n", 0)
-            fresh = []
-            for stamp, text in lines:
-                key = _stamp_key(stamp)
-                if key < at:
-                    continue
-                if key == at and skip:
-                    skip -= 1
-                    continue
-                fresh.append((stamp, text))
-        if not fresh:
-            continue
-        last = fresh[-1][0]
-        same = sum(1 for stamp, _ in fresh if _stamp_key(stamp) == _stamp_key(last))
-        previous = cursor.get("n", 0) if cursor.get("ts") and _stamp_key(cursor["ts"]) == _stamp_key(last) else 0
-        cursors[name] = {"ts": last, "n": same + previous}
-        new.extend((stamp, name, text) for stamp, text in fresh)
-    if not new:
-        return 0
-    new.sort(key=lambda line: _stamp_key(line[0]))
-    with transaction.atomic():
-        locked = Job.objects.select_for_update().only("last_seq").get(pk=job.pk)
-        first = locked.last_seq + 1
-        LogLine.objects.bulk_create(
-            LogLine(job_id=job.pk, seq=first + i, pod=pod, ts=_ts(stamp), text=text[:65536])
-            for i, (stamp, pod, text) in enumerate(new)
-        )
-        Job.objects.filter(pk=job.pk).update(last_seq=first + len(new) - 1)
-        # The cursors are saved with the lines: a lost lease or a crash after this keeps both or neither.
-        ctx.record(cursors=cursors)
-    return len(new)
-
-
-def _ts(stamp: str):
-    from datetime import datetime
-
-    try:
-        # Python parses at most microseconds: the kubelet gives nanoseconds.
-        head, _, frac = stamp.rstrip("Z").partition(".")
-        return datetime.fromisoformat(f"{head}.{(frac + '000000')[:6]}+00:00" if frac else f"{head}+00:00")
-    except ValueError:
-        return None
+        lines = read_pod_log(job.cluster, job.namespace, pod["name"], since_of(cursors.get(pod["name"])))
+        reads[pod["name"]] = list(Numberer().number(lines))
+    return store(job.pk, reads)
 
 
 def follow(ctx: StepContext):
@@ -203,7 +152,9 @@ def follow(ctx: StepContext):
             return Done(f"Job {job.status}")
         _fail_job(job, "The job's object is gone from the cluster.")
         return Done("The job's object is gone from the cluster")
-    collect_logs(ctx, job, state.pods)
+    terminal = state.status in JobStatus.terminal()
+    streamed = set() if terminal else log_streams.follow_pods(job, state.pods)
+    collect_logs(ctx, job, [pod for pod in state.pods if pod["name"] not in streamed])
     updates = {
         "status": state.status,
         "status_message": state.message[:4000],
@@ -216,7 +167,6 @@ def follow(ctx: StepContext):
         updates["hang_detected"] = True
     if state.status != JobStatus.PENDING and not job.started_at:
         updates["started_at"] = state.started_at or timezone.now()
-    terminal = state.status in JobStatus.terminal()
     if terminal and not ctx.state.get("final_read"):
         # One more read first: the last lines the pods printed before the status changed. The job shows
         # its end only after that, so whoever sees the end has every line.

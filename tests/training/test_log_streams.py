@@ -1,0 +1,59 @@
+"""Followed pod logs: the worker that runs a job stores a running pod's lines as the kubelet writes them,
+not at the job's next poll, and the lines stored are still exactly what the pods printed."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.support import wait_until
+from training.models import Job
+from training.readers.logs import read_pod_log
+
+from .helpers import rest_lines, upload, wait_for_job
+
+pytestmark = [pytest.mark.worker]
+POLL = 4.0
+
+
+@pytest.fixture
+def worker(start_worker):
+    # The job's running phase reads its state (and the logs of pods without a stream) every POLL
+    # seconds: lines stored sooner than that came through the followed streams.
+    return start_worker(pool="threads", concurrency=4, TRAINING_LOG_POLL_SECONDS=str(POLL))
+
+
+def test_lines_are_stored_between_polls_and_match_the_pod_logs(cluster, admin_api, settings):
+    settings.TRAINING_POD_ANNOTATIONS = {"sandbox.instantstart.io/run-seconds": "12000"}
+    upload(admin_api, cluster, "scripts/train.py", b"print('train')\n")
+    body = {
+        "name": "streamed",
+        "recipe": "pytorch",
+        "instance_group": "gpu",
+        "nodes": 2,
+        "script": "/s3/scripts/train.py",
+        "args": ["--max_steps", "300"],
+        "hang_detection": [],
+    }
+    answer = admin_api.post(f"/api/v1/clusters/{cluster.pk}/jobs/", body, format="json")
+    assert answer.status_code == 202, answer.json()
+    job_id = answer.json()["job"]["id"]
+
+    def stored() -> int:
+        return Job.objects.filter(pk=job_id).values_list("last_seq", flat=True).get()
+
+    wait_until(lambda: stored() > 0, timeout=60, interval=0.1, message="the first lines stored")
+    seen, until = {stored()}, time.monotonic() + POLL * 0.8  # within one poll interval
+    while time.monotonic() < until:
+        seen.add(stored())
+        time.sleep(0.1)
+    assert len(seen) >= 5, f"the stored lines moved {len(seen) - 1} times in {POLL * 0.8:.1f} s: {sorted(seen)}"
+
+    done = wait_for_job(admin_api, cluster, job_id, timeout=120)
+    assert done["status"] == "succeeded", done["status_message"]
+    lines = rest_lines(admin_api, cluster, job_id)
+    assert [line["seq"] for line in lines] == list(range(1, len(lines) + 1))
+    for pod in {p["name"] for p in done["pods"]}:
+        printed = [text for _, text in read_pod_log(cluster, done["namespace"], pod, None)]
+        assert [line["text"] for line in lines if line["pod"] == pod] == printed, pod

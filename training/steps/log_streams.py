@@ -1,0 +1,120 @@
+"""Followed pod logs: a worker that runs a job's running phase also follows each running pod's log
+(`follow=true`, what `kubectl logs -f` reads) on a thread of its own, and stores the lines as the
+kubelet writes them, instead of up to a poll later. The poll then reads only the pods that have no
+connected stream (a pod that finished, a stream that dropped), and every pod once more before the job
+shows its end, so the streams make lines come sooner and never decide what is kept.
+
+Ownership follows the operation: each poll of the running phase renews its job's streams, and a stream
+that has not been renewed for TRAINING_LOG_STREAM_IDLE_SECONDS (the operation moved to another worker,
+or ended) closes; it also waits at most that long for a line. Two readers of one pod for a while (a
+stream and the poll, or the streams of two workers after a lease moved) store each line once
+(log_store.py). A stream ends with its container (or the server's limit); the next poll starts another
+if the pod still runs.
+
+Enabled in worker processes (training/tasks.py, on worker_init): a web server or a test that runs an
+operation inline only polls.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+
+from django.conf import settings
+from django.db import connection
+
+from ..readers.logs import open_pod_log, split_lines
+from .log_store import Numberer, cursor_of, since_of, store
+
+log = logging.getLogger(__name__)
+
+_enabled = False
+_lock = threading.Lock()
+_streams: dict[tuple[str, str], PodStream] = {}
+
+
+def enable() -> None:
+    """Let this process (and processes forked from it) follow pod logs."""
+    global _enabled
+    _enabled = True
+
+
+def _idle() -> float:
+    return float(getattr(settings, "TRAINING_LOG_STREAM_IDLE_SECONDS", 15.0))
+
+
+class PodStream(threading.Thread):
+    """One pod's followed log, stored as it comes; one connection, then the thread ends."""
+
+    def __init__(self, job, pod: str) -> None:
+        super().__init__(name=f"log-stream-{pod}", daemon=True)
+        self.job_id, self.cluster, self.namespace, self.pod = job.pk, job.cluster, job.namespace, pod
+        self.pid = os.getpid()
+        self.renewed = time.monotonic()
+        self.connected = False  # the stream is open and has sent what the pod printed before it opened
+        self.lines = 0
+
+    def current(self) -> bool:
+        return self.pid == os.getpid() and self.is_alive() and time.monotonic() - self.renewed < _idle()
+
+    def run(self) -> None:
+        try:
+            self._follow()
+        except Exception as exc:  # noqa: BLE001 - the poll reads what a broken stream did not store
+            log.info("log stream of %s/%s ended: %s", self.namespace, self.pod, exc)
+        finally:
+            self.connected = False
+            with _lock:
+                if _streams.get((str(self.job_id), self.pod)) is self:
+                    del _streams[(str(self.job_id), self.pod)]
+            connection.close()
+
+    def _follow(self) -> None:
+        since = since_of(cursor_of(self.job_id, self.pod))
+        answer = open_pod_log(self.cluster, self.namespace, self.pod, since, _idle())
+        if answer is None:
+            return
+        numberer, partial = Numberer(), b""
+        try:
+            for chunk in answer.stream(1 << 16):
+                data = partial + chunk
+                whole, newline, partial = data.rpartition(b"\n")
+                if not newline:
+                    whole, partial = b"", data
+                self.lines += store(self.job_id, {self.pod: list(numberer.number(split_lines(whole)))})
+                self.connected = True
+                if time.monotonic() - self.renewed >= _idle():
+                    return  # no longer renewed: the job's operation is followed elsewhere, or over
+        finally:
+            self.connected = False
+            answer.release_conn()
+
+
+def follow_pods(job, pods: list[dict]) -> set[str]:
+    """Start or renew a followed stream for each running pod of ``job`` in this process; the names of
+    the pods whose stream is connected (the poll need not read them)."""
+    if not _enabled or not getattr(settings, "TRAINING_LOG_FOLLOW", True):
+        return set()
+    covered = set()
+    now = time.monotonic()
+    with _lock:
+        for pod in pods:
+            if pod.get("phase") != "Running":
+                continue
+            key = (str(job.pk), pod["name"])
+            stream = _streams.get(key)
+            if stream is None or not stream.current():
+                stream = _streams[key] = PodStream(job, pod["name"])
+                stream.start()
+            stream.renewed = now
+            if stream.connected:
+                covered.add(pod["name"])
+    return covered
+
+
+def streams_of(job_id) -> list[PodStream]:
+    """This process's live streams of a job (tests, the benchmark)."""
+    with _lock:
+        return [s for (j, _), s in _streams.items() if j == str(job_id) and s.current()]
