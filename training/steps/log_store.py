@@ -60,14 +60,15 @@ def _fresh(cursor: dict | None, lines: list[Numbered]) -> list[Numbered]:
     return [line for line in lines if (key := stamp_key(line[0])) > at or (key == at and line[2] >= stored)]
 
 
-def store(job_id, reads: dict[str, list[Numbered]]) -> int:
-    """Store the lines of each pod's read not stored yet (ordered by timestamp across pods) with the
-    job's next sequence numbers, and move the pods' cursors; how many were new."""
+def store(job_id, reads: Iterable[tuple[str, list[Numbered]]]) -> int:
+    """Store what each (pod, lines) read holds that is not stored yet, the reads taken in order (two reads
+    of one pod may overlap), with the job's next sequence numbers (ordered by timestamp across pods),
+    and move the pods' cursors; how many lines were new."""
     with transaction.atomic():
         locked = Job.objects.select_for_update().only("last_seq", "log_cursors").get(pk=job_id)
         cursors = dict(locked.log_cursors or {})
         new: list[tuple[str, str, str]] = []
-        for pod, lines in reads.items():
+        for pod, lines in reads:
             fresh = _fresh(cursors.get(pod), lines)
             if not fresh:
                 continue
@@ -84,10 +85,6 @@ def store(job_id, reads: dict[str, list[Numbered]]) -> int:
         )
         Job.objects.filter(pk=job_id).update(last_seq=first + len(new) - 1, log_cursors=cursors)
     return len(new)
-
-
-def cursor_of(job_id, pod: str) -> dict | None:
-    return (Job.objects.filter(pk=job_id).values_list("log_cursors", flat=True).first() or {}).get(pod)
 
 
 def _ts(stamp: str):

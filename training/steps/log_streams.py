@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import threading
 import time
 
@@ -26,13 +27,14 @@ from django.conf import settings
 from django.db import connection
 
 from ..readers.logs import open_pod_log, split_lines
-from .log_store import Numberer, cursor_of, since_of, store
+from .log_store import Numberer, since_of, store
 
 log = logging.getLogger(__name__)
 
 _enabled = False
 _lock = threading.Lock()
 _streams: dict[tuple[str, str], PodStream] = {}
+_writer: Writer | None = None
 
 
 def enable() -> None:
@@ -45,19 +47,67 @@ def _idle() -> float:
     return float(getattr(settings, "TRAINING_LOG_STREAM_IDLE_SECONDS", 15.0))
 
 
-class PodStream(threading.Thread):
-    """One pod's followed log, stored as it comes; one connection, then the thread ends."""
+class Writer(threading.Thread):
+    """The one thread of a process that stores what its streams read: one database connection however
+    many pods are followed, and what several streams read meanwhile goes in one transaction per job."""
 
-    def __init__(self, job, pod: str) -> None:
+    def __init__(self) -> None:
+        super().__init__(name="log-stream-writer", daemon=True)
+        self.pid = os.getpid()
+        self.queue: queue.SimpleQueue[tuple[PodStream, list]] = queue.SimpleQueue()
+
+    def run(self) -> None:
+        while True:
+            batch = [self.queue.get()]
+            while True:
+                try:
+                    batch.append(self.queue.get_nowait())
+                except queue.Empty:
+                    break
+            by_job: dict[str, list[tuple[PodStream, list]]] = {}
+            for stream, lines in batch:
+                by_job.setdefault(str(stream.job_id), []).append((stream, lines))
+            for job_id, reads in by_job.items():
+                try:
+                    store(job_id, [(stream.pod, lines) for stream, lines in reads])
+                except Exception as exc:  # noqa: BLE001 - the poll reads from the cursor instead
+                    log.warning("could not store the streamed log lines of job %s: %s", job_id, exc)
+                    connection.close()
+                    for stream, _ in reads:
+                        stream.stop()
+
+
+def _the_writer() -> Writer:
+    global _writer
+    if _writer is None or _writer.pid != os.getpid() or not _writer.is_alive():
+        _writer = Writer()
+        _writer.start()
+    return _writer
+
+
+class PodStream(threading.Thread):
+    """One pod's followed log, from ``since``, handed to the writer as it comes; one connection, then
+    the thread ends."""
+
+    def __init__(self, job, pod: str, since: str | None, writer: Writer) -> None:
         super().__init__(name=f"log-stream-{pod}", daemon=True)
         self.job_id, self.cluster, self.namespace, self.pod = job.pk, job.cluster, job.namespace, pod
+        self.since, self.writer = since, writer
         self.pid = os.getpid()
         self.renewed = time.monotonic()
         self.connected = False  # the stream is open and has sent what the pod printed before it opened
-        self.lines = 0
+        self.stopping = False
 
     def current(self) -> bool:
-        return self.pid == os.getpid() and self.is_alive() and time.monotonic() - self.renewed < _idle()
+        return (
+            self.pid == os.getpid()
+            and self.is_alive()
+            and not self.stopping
+            and time.monotonic() - self.renewed < _idle()
+        )
+
+    def stop(self) -> None:
+        self.stopping, self.connected = True, False
 
     def run(self) -> None:
         try:
@@ -65,27 +115,24 @@ class PodStream(threading.Thread):
         except Exception as exc:  # noqa: BLE001 - the poll reads what a broken stream did not store
             log.info("log stream of %s/%s ended: %s", self.namespace, self.pod, exc)
         finally:
-            self.connected = False
+            self.stop()
             with _lock:
                 if _streams.get((str(self.job_id), self.pod)) is self:
                     del _streams[(str(self.job_id), self.pod)]
-            connection.close()
 
     def _follow(self) -> None:
-        since = since_of(cursor_of(self.job_id, self.pod))
-        answer = open_pod_log(self.cluster, self.namespace, self.pod, since, _idle())
+        answer = open_pod_log(self.cluster, self.namespace, self.pod, self.since, _idle())
         if answer is None:
             return
         numberer, partial = Numberer(), b""
         try:
             for chunk in answer.stream(1 << 16):
-                data = partial + chunk
-                whole, newline, partial = data.rpartition(b"\n")
-                if not newline:
-                    whole, partial = b"", data
-                self.lines += store(self.job_id, {self.pod: list(numberer.number(split_lines(whole)))})
-                self.connected = True
-                if time.monotonic() - self.renewed >= _idle():
+                whole, _, partial = (partial + chunk).rpartition(b"\n")  # a line cut by the chunk waits
+                lines = list(numberer.number(split_lines(whole)))
+                if lines:
+                    self.writer.queue.put((self, lines))
+                self.connected = not self.stopping
+                if self.stopping or time.monotonic() - self.renewed >= _idle():
                     return  # no longer renewed: the job's operation is followed elsewhere, or over
         finally:
             self.connected = False
@@ -93,28 +140,25 @@ class PodStream(threading.Thread):
 
 
 def follow_pods(job, pods: list[dict]) -> set[str]:
-    """Start or renew a followed stream for each running pod of ``job`` in this process; the names of
-    the pods whose stream is connected (the poll need not read them)."""
+    """Start or renew a followed stream for each running pod of ``job`` in this process (from the
+    pod's cursor as ``job`` holds it); the names of the pods whose stream is connected (the poll need
+    not read them)."""
     if not _enabled or not getattr(settings, "TRAINING_LOG_FOLLOW", True):
         return set()
     covered = set()
     now = time.monotonic()
+    cursors = job.log_cursors or {}
     with _lock:
+        writer = _the_writer()
         for pod in pods:
             if pod.get("phase") != "Running":
                 continue
             key = (str(job.pk), pod["name"])
             stream = _streams.get(key)
             if stream is None or not stream.current():
-                stream = _streams[key] = PodStream(job, pod["name"])
+                stream = _streams[key] = PodStream(job, pod["name"], since_of(cursors.get(pod["name"])), writer)
                 stream.start()
             stream.renewed = now
             if stream.connected:
                 covered.add(pod["name"])
     return covered
-
-
-def streams_of(job_id) -> list[PodStream]:
-    """This process's live streams of a job (tests, the benchmark)."""
-    with _lock:
-        return [s for (j, _), s in _streams.items() if j == str(job_id) and s.current()]

@@ -132,12 +132,12 @@ def collect_logs(ctx: StepContext, job: Job, pods: list[dict]) -> int:
     if not cursors and ctx.state.get("cursors"):  # a job followed before the cursors moved to its row
         cursors = ctx.state["cursors"]
         Job.objects.filter(pk=job.pk, log_cursors={}).update(log_cursors=cursors)
-    reads = {}
+    reads = []
     for pod in pods:
         if pod["phase"] == "Pending":
             continue
         lines = read_pod_log(job.cluster, job.namespace, pod["name"], since_of(cursors.get(pod["name"])))
-        reads[pod["name"]] = list(Numberer().number(lines))
+        reads.append((pod["name"], list(Numberer().number(lines))))
     return store(job.pk, reads)
 
 
