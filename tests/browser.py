@@ -58,6 +58,11 @@ _HTMX_IDLE = (
 )
 
 
+def wait_idle(page) -> None:
+    """Wait until htmx has nothing in flight (e.g. the tab reload an operation's last poll asked for)."""
+    page.wait_for_function(_HTMX_IDLE)
+
+
 def swapped(page, action) -> None:
     """Do ``action`` and wait until htmx has swapped in and settled the fragment it asked for.
 

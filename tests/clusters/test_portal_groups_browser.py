@@ -10,7 +10,7 @@ from clusters.serializers import ClusterCreateSerializer
 from clusters.services import create_cluster
 from instantstart.tenancy.access import Access, Via
 from instantstart.tenancy.roles import Role
-from tests.browser import BROWSER_MARKS, open_page, screenshot, swapped
+from tests.browser import BROWSER_MARKS, open_page, screenshot, swapped, wait_idle
 
 from .helpers import cluster_body, wait_for_operation
 
@@ -61,6 +61,9 @@ def test_add_a_group_scale_it_inline_and_see_its_nodes(
     row = page.locator("#group-extra")
     expect(row).to_contain_text("InService", timeout=15_000)  # the table followed the operation
     expect(page.locator("#groups-table")).to_have_attribute("data-busy", "false")
+    # The operation's last poll reloads the tab (cluster-settled): typing before that reload ends
+    # would be typing into a row about to be replaced.
+    wait_idle(page)
 
     # Scale 1 → 2 inline: the scale operation's panel takes the page's slot, the row follows it.
     row.locator("input[name=count]").fill("2")
