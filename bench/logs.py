@@ -13,18 +13,21 @@ thread switching into every number). Prints:
                    connect and auth included; the median of 5, and the first)
   ratio            socket replay / raw read (goal >= 0.5)
   latency p50/p99  for every line every live viewer received: receive time - the line's kubelet timestamp
-                   (the moment the program printed it); includes the collector's (followed streams) and the socket's
-                   (goal p99 < 250 ms), split at the moment each line's row shows in the database (a
-                   10 ms watch): ts -> row is the collector's part (with the sandbox's 0.1 s tick, which
-                   puts a printed line in the pod log up to 0.1 s after its ts), row -> viewer the
-                   socket's; when the viewers had opened and the first row came; how far apart the
-                   collector's reads landed; the socket's p99 and the whole latency's per tenth of the run
-                   (the first tenth holds the start: 100 sockets joining, the first burst of lines)
+                   (the moment the program printed it), through the collector (the worker follows the
+                   pod logs) and the socket (goal p99 < 250 ms); split at the moment each line's row
+                   shows in the database (a 10 ms watch): ts -> row is the collector's part (with the
+                   sandbox's printer, which puts a printed line in the pod log up to 20 ms after its
+                   ts), row -> viewer the socket's; when the viewers had opened and the first row came;
+                   each socket's wait from its opening to its first frame (join); the latency of the
+                   lines printed once every viewer had its first frame (after joining: the live
+                   latency without the crowd of sockets joining at once); how far apart the
+                   collector's writes landed; the socket's p99 and the whole latency's per tenth of the
+                   run (the first tenth holds the start: 100 sockets joining, the first burst of lines)
   frames           frames the live viewers got and lines per frame; the replay's frames
   lost             per live viewer, stored lines it never received (goal 0), and duplicates
 
   summary viewers=<N> raw_lines_per_s=<x> socket_lines_per_s=<x> ratio=<x> p50_ms=<x> p99_ms=<x> lost=<n> dup=<n>
-          row_p99_ms=<x> socket_p99_ms=<x> raw_first_lines_per_s=<x> socket_first_lines_per_s=<x>
+          row_p99_ms=<x> steady_p99_ms=<x> socket_p99_ms=<x> raw_first_lines_per_s=<x> socket_first_lines_per_s=<x>
 
 It measures; it asserts nothing. Needs PostgreSQL and Redis on 127.0.0.1 (the test mode); uses a database
 of its own (`instantstart_bench_training_logs`). Other work on the machine moves every number:
@@ -82,15 +85,23 @@ def _wait(predicate, timeout: float, what: str):
     raise SystemExit(f"timed out waiting for {what}")
 
 
+JOINS: list[tuple[float, float]] = []  # per socket of a run: when it opened and got its first frame
+
+
 async def _viewer(url: str, token: str, received: list, arrivals: list, frames: list) -> None:
     """One socket to its end message: the seqs it got, (seq, receive time) per line, lines per frame
     (the first entry of ``frames`` is when the socket opened)."""
     from websockets.asyncio.client import connect
 
     async with connect(url, additional_headers={"Authorization": f"Bearer {token}"}, max_size=None) as socket:
-        frames.append(-time.time())
+        opened = time.time()
+        frames.append(-opened)
+        first = True
         async for raw in socket:
             now = time.time()
+            if first:
+                first = False
+                JOINS.append((opened, now))
             message = json.loads(raw)
             if "status" in message:
                 return
@@ -108,9 +119,10 @@ def _viewers(url: str, token: str, n: int) -> tuple[list[list[int]], list[tuple[
     async def run() -> None:
         await asyncio.gather(*(_viewer(url, token, received[i], arrivals, frames) for i in range(n)))
 
+    JOINS.clear()
     asyncio.run(run())
     opened = [-x for x in frames if x < 0]
-    return received, arrivals, [x for x in frames if x >= 0], opened
+    return received, arrivals, [x for x in frames if x >= 0], (opened, list(JOINS))
 
 
 class RowWatch:
@@ -303,7 +315,7 @@ def main() -> int:
         watcher.start()
         started, submitted = time.monotonic(), time.time()
         viewing.send(("live", url, raw_token, args.viewers))
-        received, arrivals, live_frames, opened = viewing.recv()
+        received, arrivals, live_frames, (opened, joins) = viewing.recv()
         live_wall = time.monotonic() - started
         watching.send("stop")
         seen = watching.recv()
@@ -356,6 +368,12 @@ def main() -> int:
             f"  start          viewers open {max(opened, default=submitted) - submitted:.2f} s after the submit, "
             f"first row {min(batches, default=submitted) - submitted:.2f} s after"
         )
+        waits = [got - opened for opened, got in joins]
+        print(f"  join           {dist(waits)} from a socket's opening to its first frame")
+        joined = max((got for _, got in joins), default=submitted)
+        printed = {seq: ts for seq, (_, ts) in seen.items() if ts is not None}
+        steady = [now - printed[seq] for seq, now in arrivals if printed.get(seq, 0) > joined]
+        print(f"  after joining  {dist(steady)} (lines printed once every viewer had its first frame)")
         print(f"  collector      {len(batches)} batches of rows, {dist(gaps)} apart")
         print(f"  row -> viewer  {dist(socket_part)} (the socket: tail poll, frames sent, received)")
         tenths: list[list[float]] = [[] for _ in range(10)]

@@ -160,8 +160,7 @@ def follow(c: Cluster, pod: Obj, o: LogOptions, sock: socket.socket | None = Non
     with c.lock:
         lines = c.logs.get(key, [])
         first = select(lines, o)
-        pos = len(lines)
-        last_ts = lines[-1][0] if lines else ""
+        pos = c.log_end(key)  # absolute: lines trimmed from a full log's front do not move it
     chunk = render(first, o.timestamps)
     if left is not None:
         chunk, left = chunk[:left], left - len(chunk[:left])
@@ -174,14 +173,7 @@ def follow(c: Cluster, pod: Obj, o: LogOptions, sock: socket.socket | None = Non
         with c.lock:
             if c.closed:
                 return
-            lines = c.logs.get(key, [])
-            if pos > len(lines) or (pos and pos <= len(lines) and lines[pos - 1][0] < last_ts):
-                # trimmed at the front: find where we were by timestamp
-                pos = next((i for i, x in enumerate(lines) if x[0] > last_ts), len(lines))
-            new = lines[pos:]
-            pos = len(lines)
-            if new:
-                last_ts = new[-1][0]
+            new, pos = c.log_after(key, pos)
             alive = _running(c.get("/pods", ns, name), uid, o.container)
             if not new and alive:
                 if client_gone(sock):

@@ -72,6 +72,9 @@ class Cluster:
         self.objects: dict[str, dict[tuple[str, str], Obj]] = {}
         self.history: deque[WatchEvent] = deque(maxlen=HISTORY)
         self.logs: dict[str, list[list[str]]] = {}  # "{pod uid}/{container}" -> [[ts, line]]
+        # per log key, how many lines were trimmed from its front (MAX_LOG_LINES): positions in a log
+        # are absolute (trimmed + index), so a reader that goes on from one never stalls on a full log
+        self.log_trimmed: dict[str, int] = {}
         self.sim: dict[str, dict[str, Any]] = {}  # controller scratch, keyed by object uid
         self.addons: set[str] = set()
         self.counters: dict[str, int] = {}
@@ -415,6 +418,7 @@ class Cluster:
             uid = meta.get("uid", "")
             for k in [k for k in self.logs if k.startswith(uid + "/")]:
                 del self.logs[k]
+                self.log_trimmed.pop(k, None)
         if gr == CRD_GR:
             self._crd_removed(obj)
         self._emit("DELETED", gr, gone, obj)
@@ -501,8 +505,20 @@ class Cluster:
         lines = self.logs.setdefault(key, [])
         lines.append([ts or now_iso_nano(), line])
         if len(lines) > MAX_LOG_LINES:
+            self.log_trimmed[key] = self.log_trimmed.get(key, 0) + len(lines) - MAX_LOG_LINES
             del lines[: len(lines) - MAX_LOG_LINES]
         self.cond.notify_all()
+
+    def log_end(self, key: str) -> int:
+        """The absolute position after the last line of a log (what a reader that read it all passed)."""
+        return self.log_trimmed.get(key, 0) + len(self.logs.get(key) or [])
+
+    def log_after(self, key: str, pos: int) -> tuple[list[list[str]], int]:
+        """The lines of a log from absolute position ``pos`` (those trimmed meanwhile are gone) and the
+        position after them."""
+        lines = self.logs.get(key) or []
+        start = max(pos - self.log_trimmed.get(key, 0), 0)
+        return lines[start:], self.log_trimmed.get(key, 0) + len(lines)
 
     def record_event(
         self, obj: Obj, reason: str, message: str, etype: str = "Normal", component: str = "kubelet"
@@ -575,6 +591,7 @@ class Cluster:
             "rv": self.rv,
             "objects": {gr: list(items.values()) for gr, items in self.objects.items()},
             "logs": self.logs,
+            "log_trimmed": self.log_trimmed,
             "sim": self.sim,
             "addons": sorted(self.addons),
             "counters": self.counters,
@@ -588,6 +605,7 @@ class Cluster:
         for gr, items in data.get("objects", {}).items():
             c.objects[gr] = {(o["metadata"].get("namespace", ""), o["metadata"]["name"]): o for o in items}
         c.logs = data.get("logs", {})
+        c.log_trimmed = data.get("log_trimmed", {})
         c.sim = data.get("sim", {})
         c.addons = set(data.get("addons", []))
         c.counters = data.get("counters", {})

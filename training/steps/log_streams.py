@@ -1,8 +1,9 @@
 """Followed pod logs: a worker that runs a job's running phase also follows each running pod's log
 (`follow=true`, what `kubectl logs -f` reads) on a thread of its own, and stores the lines as the
 kubelet writes them, instead of up to a poll later. The poll then reads only the pods that have no
-connected stream (a pod that finished, a stream that dropped), and every pod once more before the job
-shows its end, so the streams make lines come sooner and never decide what is kept.
+connected stream (a pod that finished, a stream that dropped or has been quiet for a second), and every
+pod once more before the job shows its end, so the streams make lines come sooner and never decide
+what is kept.
 
 Ownership follows the operation: each poll of the running phase renews its job's streams, and a stream
 that has not been renewed for TRAINING_LOG_STREAM_IDLE_SECONDS (the operation moved to another worker,
@@ -35,6 +36,7 @@ _enabled = False
 _lock = threading.Lock()
 _streams: dict[tuple[str, str], PodStream] = {}
 _writer: Writer | None = None
+QUIET_SECONDS = 1.0
 
 
 def enable() -> None:
@@ -96,6 +98,7 @@ class PodStream(threading.Thread):
         self.pid = os.getpid()
         self.renewed = time.monotonic()
         self.connected = False  # the stream is open and has sent what the pod printed before it opened
+        self.last_chunk = 0.0  # when the stream last sent something (monotonic)
         self.stopping = False
 
     def current(self) -> bool:
@@ -105,6 +108,11 @@ class PodStream(threading.Thread):
             and not self.stopping
             and time.monotonic() - self.renewed < _idle()
         )
+
+    def covers(self, now: float) -> bool:
+        """Whether the poll may leave this pod to the stream: connected and not quiet for QUIET_SECONDS
+        (a stream that stalls without breaking leaves its pod to the poll again within a second)."""
+        return self.connected and now - self.last_chunk < QUIET_SECONDS
 
     def stop(self) -> None:
         self.stopping, self.connected = True, False
@@ -131,7 +139,7 @@ class PodStream(threading.Thread):
                 lines = list(numberer.number(split_lines(whole)))
                 if lines:
                     self.writer.queue.put((self, lines))
-                self.connected = not self.stopping
+                self.connected, self.last_chunk = not self.stopping, time.monotonic()
                 if self.stopping or time.monotonic() - self.renewed >= _idle():
                     return  # no longer renewed: the job's operation is followed elsewhere, or over
         finally:
@@ -159,6 +167,6 @@ def follow_pods(job, pods: list[dict]) -> set[str]:
                 stream = _streams[key] = PodStream(job, pod["name"], since_of(cursors.get(pod["name"])), writer)
                 stream.start()
             stream.renewed = now
-            if stream.connected:
+            if stream.covers(now):
                 covered.add(pod["name"])
     return covered

@@ -93,7 +93,11 @@ def restart(c: Cluster, ctx: Ctx, pod: Obj, s: dict[str, Any]) -> None:
     new_cs = []
     for cs, ct in zip(st.get("containerStatuses") or [], (pod.get("spec") or {}).get("containers") or [], strict=False):
         name = ct.get("name", "")
-        c.logs[previous_key(uid, name)] = c.logs.pop(f"{uid}/{name}", [])
+        key = f"{uid}/{name}"
+        end = c.log_end(key)  # the new container's lines go on from here (positions stay absolute)
+        c.logs[previous_key(uid, name)] = c.logs.pop(key, [])
+        c.log_trimmed[previous_key(uid, name)] = c.log_trimmed.get(key, 0)
+        c.log_trimmed[key] = end
         c.record_event(pod, "Pulled", f'Container image "{ct.get("image")}" already present on machine')
         c.record_event(pod, "Created", f"Created container: {name}")
         c.record_event(pod, "Started", f"Started container {name}")

@@ -41,7 +41,7 @@ def reset(c: Cluster, job: Obj) -> None:
 
 
 def _ends(c: Cluster, uids: list[str]) -> dict[str, int]:
-    return {k: len(v) for k, v in c.logs.items() if k.split("/", 1)[0] in uids and not k.endswith("/previous")}
+    return {k: c.log_end(k) for k in c.logs if k.split("/", 1)[0] in uids and not k.endswith("/previous")}
 
 
 def evaluate(c: Cluster, ctx: Ctx, job: Obj, pods: list[Obj], run_policy: Obj) -> tuple[str, str] | None:
@@ -69,10 +69,9 @@ def evaluate(c: Cluster, ctx: Ctx, job: Obj, pods: list[Obj], run_policy: Obj) -
         uid = p["metadata"]["uid"]
         for ct in (p.get("spec") or {}).get("containers") or []:
             key = f"{uid}/{ct['name']}"
-            lines = c.logs.get(key) or []
-            start = min(cursors.get(key, 0), len(lines))
-            for ts, line in lines[start:]:
-                at = ctx.elapsed(_wall(ts, state["start"]))
+            lines, end = c.log_after(key, cursors.get(key, 0))
+            for ts, line in lines:
+                at = elapsed - ctx.elapsed(_wall(ts, ctx.now))  # when it was printed, in seconds since the start
                 for rule, pattern, stop in compiled:
                     fired = _line(
                         state["rules"].setdefault(rule["name"], {"matched": None, "slow": 0, "active": True}),
@@ -84,7 +83,7 @@ def evaluate(c: Cluster, ctx: Ctx, job: Obj, pods: list[Obj], run_policy: Obj) -
                     )
                     if fired:
                         return fired
-            cursors[key] = len(lines)
+            cursors[key] = end
     for rule, _, _ in compiled:
         rs = state["rules"].get(rule["name"]) or {}
         if not rs.get("active", True):

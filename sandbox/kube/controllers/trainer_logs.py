@@ -19,6 +19,7 @@ from .base import Ctx, sim
 
 Obj = dict[str, Any]
 RUNS = "_trainer_runs"  # c.sim entry: MLflow run key -> uid of the object whose process logs it
+PRINTING = "_printing"  # c.sim entry: pod uid -> [namespace, name] of each training pod whose program runs
 
 
 def rfc3339(t: float) -> str:
@@ -79,6 +80,7 @@ def start(c: Cluster, ctx: Ctx, pod: Obj, s: dict[str, Any]) -> list[tuple[str, 
             s["proc"]["hang"] = dict(s["hang"])
         key = f"{c.key}/{pod['metadata']['uid']}/{s.get('restarts', 0)}"
         runner.start(s["proc"], spec, ctx.now, ctx.metrics, key)
+        c.sim.setdefault(PRINTING, {})[pod["metadata"]["uid"]] = [pod["metadata"]["namespace"], pod["metadata"]["name"]]
         if s["proc"].get("mlflow"):
             c.sim.setdefault(RUNS, {})[key] = pod["metadata"]["uid"]
     return []
@@ -116,6 +118,28 @@ def _joined(c: Cluster, pod: Obj, s: dict[str, Any]) -> float | None:
     return max(starts) if len(starts) >= nnodes else None
 
 
+def print_due(c: Cluster, ctx: Ctx) -> None:
+    """Between the kubelet's ticks: each running training program prints what is due by now (the
+    kubelet's next tick ends the container of one that has exited). A real program's lines reach its
+    log when it prints them; at the tick alone they came up to a tick late."""
+    printing: dict[str, list[str]] = c.sim.get(PRINTING) or {}
+    for uid, (ns, name) in list(printing.items()):
+        pod = c.get("/pods", ns, name)
+        s = c.sim.get(uid) or {}
+        proc = s.get("proc") or {}
+        if (
+            pod is None
+            or pod["metadata"].get("uid") != uid
+            or (pod.get("status") or {}).get("phase") != "Running"
+            or s.get("backoff_until") is not None
+            or "spec" not in proc
+            or proc.get("finished")
+        ):
+            printing.pop(uid, None)
+            continue
+        ctx.per_object(c, "printer", pod, run, c, ctx, pod, s)
+
+
 def crash(c: Cluster, ctx: Ctx, pod: Obj, s: dict[str, Any], code: int) -> list[str]:
     """The process was killed by a fault: its last words, and its MLflow run ends FAILED."""
     proc = s.get("proc") or {}
@@ -138,6 +162,7 @@ def restart_in_place(c: Cluster, ctx: Ctx, pod: Obj, hang: dict[str, Any] | None
     s["attempts"] = int(s.get("attempts", 0)) + 1
     key = f"{c.key}/{pod['metadata']['uid']}/{s.get('restarts', 0)}.{s['attempts']}"
     runner.restart_in_place(proc, ctx.now, ctx.metrics, emitter(c, pod, proc["container"]), key, hang)
+    c.sim.setdefault(PRINTING, {})[pod["metadata"]["uid"]] = [pod["metadata"]["namespace"], pod["metadata"]["name"]]
     if proc.get("mlflow"):
         c.sim.setdefault(RUNS, {})[key] = pod["metadata"]["uid"]
 

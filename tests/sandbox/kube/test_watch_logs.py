@@ -9,7 +9,7 @@ import pytest
 from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 
-from .conftest import Kube, wait_for
+from .conftest import KEY, Kube, wait_for
 
 
 def test_watch_live_events_and_timeout(kube: Kube) -> None:
@@ -130,3 +130,32 @@ def test_pod_logs_follow_until_exit(kube: Kube) -> None:
     assert time.monotonic() - t0 > 0.5
     assert "running: python train.py" in text and "done" in text
     assert kube.core.read_namespaced_pod("trainer", "default").status.phase == "Succeeded"
+
+
+def test_a_followed_log_keeps_coming_once_the_log_is_full(kube: Kube) -> None:
+    """The kubelet keeps the newest MAX_LOG_LINES of a container; a follower of a full log still gets
+    every line written after it began following."""
+    from sandbox.kube.store import MAX_LOG_LINES
+
+    _run_pod(kube, "chatty")
+    c = kube.world.cluster(KEY)
+    pod = kube.core.read_namespaced_pod("chatty", "default")
+    as_stored = {"metadata": {"uid": pod.metadata.uid}}
+    with c.lock:
+        for i in range(MAX_LOG_LINES + 10):
+            c.append_log(as_stored, "main", f"old {i}")
+    resp = kube.core.read_namespaced_pod_log("chatty", "default", container="main", follow=True, _preload_content=False)
+    got = ""
+    chunks = resp.stream(1 << 16)
+    while f"old {MAX_LOG_LINES + 9}\n" not in got:
+        got += next(chunks).decode()
+    for i in range(3):
+        with c.lock:
+            for j in range(20):
+                c.append_log(as_stored, "main", f"new {i}.{j}")
+        while f"new {i}.19\n" not in got:
+            got += next(chunks).decode()
+    resp.release_conn()
+    assert [x for x in got.splitlines() if x.startswith("new ")] == [
+        f"new {i}.{j}" for i in range(3) for j in range(20)
+    ]
