@@ -26,13 +26,12 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
-from django.db import close_old_connections, connection
+from django.db import connection
 
 from instantstart.errors import NotFound
 from instantstart.tenancy.access import Access, Via
@@ -101,22 +100,6 @@ def lines_after(job_id, after: int, limit: int = BATCH, *, in_database: bool | N
 
 
 _lines_after = _off_loop(lines_after)
-
-# The tails' reads run on a thread of their own: a crowd of sockets joining at once (their auth and
-# catch-up reads fill the loop's pool) must not hold back the new lines every watcher is waiting for.
-_TAIL_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-tail")
-
-
-def _tail_read(job_id, after: int) -> list[Line]:
-    close_old_connections()  # as around a request: a connection that broke or outlived CONN_MAX_AGE goes
-    try:
-        return lines_after(job_id, after)
-    finally:
-        close_old_connections()
-
-
-async def _tail_lines_after(job_id, after: int) -> list[Line]:
-    return await asyncio.get_running_loop().run_in_executor(_TAIL_THREAD, _tail_read, job_id, after)
 
 
 def frame(messages: list[str], next_seq: int) -> str:
@@ -222,7 +205,7 @@ class JobTail:
             self.ended = self.ended or self.status in JobStatus.terminal()
             self.ready.set()
             while self.queues:
-                lines = await _tail_lines_after(self.job_id, self.last)
+                lines = await _lines_after(self.job_id, self.last)
                 if lines:
                     self.last = lines[-1][0]
                     self._hand(Batch(lines))
