@@ -184,6 +184,8 @@ def test_a_hang_fault_sent_over_http_is_detected(sb: Sandbox, acct: Account, kub
         ),
         timeout=30,
     )
+    # done with it: a minute of healthy training left would only load the tests after this one
+    custom.delete_namespaced_custom_object(G, V, "default", P, "hangs")
 
 
 def test_a_verl_rayjob_logs_to_an_mlflow_app(sb: Sandbox, acct: Account, kube: k8s.ApiClient) -> None:
