@@ -64,7 +64,12 @@ class AwsApp:
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         status, headers, body = self.handle(environ)
+        given = next((str(v) for k, v in headers if k.lower() == "content-length"), None)
         headers = [(k, v) for k, v in headers if k.lower() not in ("content-length", "transfer-encoding")]
+        if environ.get("REQUEST_METHOD") == "HEAD":
+            # a HEAD answer has no body and the length a GET's would have (HeadObject's ContentLength)
+            start_response(f"{status} {_REASONS.get(status, 'OK')}", headers + [("Content-Length", given or "0")])
+            return [b""]
         start_response(f"{status} {_REASONS.get(status, 'OK')}", headers + [("Content-Length", str(len(body)))])
         return [body]
 

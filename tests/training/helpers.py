@@ -76,6 +76,7 @@ def upload(api, cluster, path: str, content: bytes) -> dict:
         format="multipart",
     )
     assert answer.status_code == 201, answer.json()
+    assert answer.json()["size"] == len(content), answer.json()  # what S3 holds now
     return answer.json()
 
 

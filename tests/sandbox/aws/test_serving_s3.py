@@ -79,6 +79,8 @@ def test_download_job_fills_the_bucket_and_a_pod_serves_once_the_model_is_there(
     assert {"models/Qwen3-0.6B/config.json", "models/Qwen3-0.6B/model.safetensors"} <= keys
     head = account.s3.head_object(Bucket=bucket, Key="models/Qwen3-0.6B/model.safetensors")
     assert head["Metadata"]["sandbox-original-size"] == "1503300328"
+    # a HEAD answers the object's length, as S3 does (with no body)
+    assert head["ContentLength"] == next(o["Size"] for o in listed if o["Key"].endswith("model.safetensors"))
 
     # a model path that is not in the bucket: the engine dies at start and the pod crash-loops ...
     dep = {
