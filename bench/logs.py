@@ -16,8 +16,8 @@ thread switching into every number). Prints:
                    (the moment the program printed it), through the collector (the worker follows the
                    pod logs) and the socket (goal p99 < 250 ms); split at the moment each line's row
                    shows in the database (a 10 ms watch): ts -> row is the collector's part (with the
-                   sandbox's printer, which puts a printed line in the pod log up to 20 ms after its
-                   ts), row -> viewer the socket's; when the viewers had opened and the first row came;
+                   sandbox's 0.1 s tick, which puts a printed line in the pod log up to a tick after
+                   its ts), row -> viewer the socket's; when the viewers had opened and the first row came;
                    each socket's wait from its opening to its first frame (join); the latency of the
                    lines printed once every viewer had its first frame (after joining: the live
                    latency without the crowd of sockets joining at once); how far apart the

@@ -30,7 +30,6 @@ log = logging.getLogger("sandbox")
 
 SAVE_EVERY = 3.0  # seconds between snapshots while something changed
 TICK = 0.1
-PRINT_TICK = 0.02  # how often running training programs print what is due (sandbox/kube/world.py print_due)
 
 
 class _NullKube:
@@ -192,8 +191,7 @@ class Sandbox:
         self._refresh_endpoints()
         self._stop.clear()
         serve = lambda: self._server.serve_forever(poll_interval=0.05)  # noqa: E731 (quick stop())
-        threads = ((serve, "sandbox-http"), (self._loop, "sandbox-controller"), (self._print_loop, "sandbox-printer"))
-        for target, name in threads:
+        for target, name in ((serve, "sandbox-http"), (self._loop, "sandbox-controller")):
             t = threading.Thread(target=target, name=name, daemon=True)
             t.start()
             self._threads.append(t)
@@ -271,23 +269,12 @@ class Sandbox:
 
         # Each stage is contained on its own (and, inside, per cluster and per object): a bad record
         # in one account must not stop the clusters of every other team.
-        due = time.monotonic() + TICK
-        # At a fixed rate (the next tick is due TICK after the last was due, not after it ended): a
-        # program's printed lines reach its pod log at most a tick after it printed them.
-        while not self._stop.wait(max(due - time.monotonic(), 0.005)):
-            due += TICK
-            if due < time.monotonic():  # late by more than a tick: no catching up back to back
-                due = time.monotonic() + TICK / 2
+        while not self._stop.wait(TICK):
             plan = self.contained.run(("aws",), lifecycle.tick, self.world)
             if plan is not None:
                 self._apply(plan)
             self.contained.run(("kube",), self.kube.tick)
             self.contained.run(("save",), self._save_due)
-
-    def _print_loop(self) -> None:
-        # Training programs print between the controllers' ticks, as real ones do whenever they like.
-        while not self._stop.wait(PRINT_TICK):
-            self.contained.run(("print",), self.kube.print_due)
 
     def _save_due(self) -> None:
         if not self.snapshots:

@@ -190,15 +190,6 @@ class KubeWorld:
                     # one broken controller must not stop the others, nor the other clusters
                     self.contained.run((c.key, name), fn, c, ctx)
 
-    def print_due(self) -> None:
-        """What running training programs print between ticks (the server calls this more often)."""
-        ctx = make_ctx(self.speedup, self.metrics, self.contained)
-        for c in list(self.clusters.values()):
-            if not c.sim.get(trainer_logs.PRINTING):
-                continue
-            with c.lock:
-                self.contained.run((c.key, "printer"), trainer_logs.print_due, c, ctx)
-
     def save(self) -> None:
         if not self.state_dir:
             return

@@ -127,6 +127,7 @@ class PodStream(threading.Thread):
             with _lock:
                 if _streams.get((str(self.job_id), self.pod)) is self:
                     del _streams[(str(self.job_id), self.pod)]
+            connection.close()  # if reaching the cluster read anything from the database on this thread
 
     def _follow(self) -> None:
         answer = open_pod_log(self.cluster, self.namespace, self.pod, self.since, _idle())

@@ -119,9 +119,9 @@ def _joined(c: Cluster, pod: Obj, s: dict[str, Any]) -> float | None:
 
 
 def print_due(c: Cluster, ctx: Ctx) -> None:
-    """Between the kubelet's ticks: each running training program prints what is due by now (the
-    kubelet's next tick ends the container of one that has exited). A real program's lines reach its
-    log when it prints them; at the tick alone they came up to a tick late."""
+    """First in every tick: each running training program prints what is due by now, so the operator's
+    log monitoring judges the lines printed by now (the kubelet, later in the tick, ends the container
+    of one that has exited)."""
     printing: dict[str, list[str]] = c.sim.get(PRINTING) or {}
     for uid, (ns, name) in list(printing.items()):
         pod = c.get("/pods", ns, name)

@@ -5,7 +5,6 @@ restart them within their budget — shown through the official client, as the p
 from __future__ import annotations
 
 import re
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -366,40 +365,3 @@ def test_ranks_wait_for_each_other_at_the_rendezvous_and_all_fail_together(world
         if LOSS["llama_factory"].search(line.split(" ", 1)[1])
     )
     assert first_step >= started.state.terminated.started_at.strftime("%Y-%m-%dT%H:%M:%S")
-
-
-def test_running_programs_print_between_the_controllers_ticks() -> None:
-    """The sandbox server calls print_due every 20 ms and ticks every 100 ms: what a program prints
-    reaches its log at print_due, not a tick later; the containers still end at a tick."""
-    from werkzeug.serving import make_server
-
-    from sandbox.kube.world import KubeWorld
-
-    from .conftest import SPEEDUP, make_client
-
-    world = KubeWorld(None, speedup=SPEEDUP)
-    world.ensure_cluster(KEY, "1.31")
-    world.sync_nodes(KEY, [gpu_node(f"hyperpod-i-0000000{i}") for i in range(2)])
-    world.set_addons(KEY, {TRAINING})
-    srv = make_server("127.0.0.1", 0, world.wsgi, threaded=True)
-    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    try:
-        api = make_client(f"http://127.0.0.1:{srv.server_port}/k8s/{KEY}")
-        kube = Kube(world, KEY, "", api, [])
-        _submit(kube, hpjob("between", annotations={"sandbox.instantstart.io/run-seconds": "20000"}))
-
-        def ticked_until_training() -> bool:
-            world.tick()
-            return any(LOSS["pytorch"].search(x) for x in _log(kube, "between-pod-0").splitlines())
-
-        wait_for(ticked_until_training, timeout=30, interval=0.01, what="rank 0 training")
-        before = _log(kube, "between-pod-0")
-        time.sleep(1.2)  # two or three steps (0.5 s each) are due now; no tick, no print_due: nothing new yet
-        assert _log(kube, "between-pod-0") == before
-        world.print_due()
-        after = _log(kube, "between-pod-0")
-        assert after.startswith(before) and LOSS["pytorch"].search(after[len(before) :]), after[len(before) :]
-        assert kube.core.read_namespaced_pod("between-pod-0", "default").status.phase == "Running"
-    finally:
-        world.close()
-        srv.shutdown()
