@@ -297,16 +297,25 @@ class _Run:
             if ctx is not None and ctx.pending_state:
                 extra = {**extra, "state": self.phase.state}
             phases[self.phase.pk] = {"status": phase_status, "finished_at": now, **extra}
-        if not self._write(values, phases=phases).held:
-            return Outcome("skipped", steps=self.steps)
-        operation.status, operation.finished_at = status, now
-        if self.kind.on_finish is not None:
-            try:
-                self.kind.on_finish(operation)
-            except Exception:  # noqa: BLE001 - the operation's own outcome is already saved
-                log.exception("on_finish of %s failed", operation.pk)
+        # The outcome and what the kind records of it (a deleted group's row gone, a job marked failed)
+        # commit together: nobody reads a finished operation whose record is not yet updated, and a
+        # worker killed in between leaves neither.
+        with transaction.atomic():
+            if not self._write(values, phases=phases).held:
+                return Outcome("skipped", steps=self.steps)
+            operation.status, operation.finished_at = status, now
+            self._on_finish(operation)
         action = {OperationStatus.SUCCEEDED: "succeeded", OperationStatus.FAILED: "failed"}.get(status, "cancelled")
         return Outcome(action, steps=self.steps)
+
+    def _on_finish(self, operation: Operation) -> None:
+        if self.kind.on_finish is None:
+            return
+        try:
+            with transaction.atomic():  # a savepoint: a failing hook undoes only its own writes
+                self.kind.on_finish(operation)
+        except Exception:  # noqa: BLE001 - the operation's own outcome is saved all the same
+            log.exception("on_finish of %s failed", operation.pk)
 
 
 def _released() -> dict:

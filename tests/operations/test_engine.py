@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
 from datetime import timedelta
 
 import pytest
+from django.db import connections
 from django.utils import timezone
 
 from instantstart.operations import engine
@@ -13,6 +15,7 @@ from instantstart.operations.models import Operation, OperationStatus, PhaseStat
 from instantstart.operations.registry import OperationKind, Step, register
 from instantstart.operations.results import Done
 from instantstart.operations.services import cancel_operation, retry_operation, start_operation
+from instantstart.tenancy.models import Team
 
 
 @pytest.fixture
@@ -165,3 +168,58 @@ def test_a_polling_advance_costs_at_most_three_statements(access, fast, django_a
     Operation.objects.filter(pk=op.pk).update(wake_at=timezone.now())
     with django_assert_max_num_queries(3):
         assert engine.advance(op.pk).action == "wait"
+
+
+SEEN_FROM_OUTSIDE: list[str] = []
+
+
+def _done_step(ctx) -> Done:
+    return Done("done")
+
+
+def _look_from_another_connection(operation: Operation) -> None:
+    """What a reader elsewhere (the REST API, a test's wait) sees while the kind records the outcome."""
+
+    def look() -> None:
+        try:
+            SEEN_FROM_OUTSIDE.append(Operation.objects.get(pk=operation.pk).status)
+        finally:
+            connections.close_all()  # this thread's own connection
+
+    reader = threading.Thread(target=look)
+    reader.start()
+    reader.join()
+    Team.objects.filter(pk=operation.team_id).update(name="recorded")
+
+
+def _record_then_fail(operation: Operation) -> None:
+    Team.objects.filter(pk=operation.team_id).update(name="half-recorded")
+    raise RuntimeError("the hook broke")
+
+
+register(
+    OperationKind(name="test.finish_seen", on_finish=_look_from_another_connection, steps=(Step("w", _done_step),))
+)
+register(OperationKind(name="test.finish_breaks", on_finish=_record_then_fail, steps=(Step("w", _done_step),)))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_outcome_is_seen_only_together_with_what_its_kind_records_of_it(access):
+    """A reader never sees a succeeded operation whose record is not updated yet (a deleted group's row
+    still there): the outcome and the kind's hook commit in one transaction."""
+    SEEN_FROM_OUTSIDE.clear()
+    op, _ = start_operation(access=access, kind="test.finish_seen")
+    assert engine.advance(op.pk).action == "succeeded"
+    assert SEEN_FROM_OUTSIDE == [OperationStatus.RUNNING]  # not yet "succeeded" while the hook ran
+    op.refresh_from_db()
+    assert op.status == OperationStatus.SUCCEEDED
+    assert Team.objects.get(pk=op.team_id).name == "recorded"
+
+
+def test_a_failing_hook_undoes_only_its_own_writes(access):
+    name = access.team.name
+    op, _ = start_operation(access=access, kind="test.finish_breaks")
+    assert engine.advance(op.pk).action == "succeeded"
+    op.refresh_from_db()
+    assert op.status == OperationStatus.SUCCEEDED and op.finished_at is not None
+    assert Team.objects.get(pk=op.team_id).name == name

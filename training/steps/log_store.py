@@ -1,5 +1,5 @@
 """Storing a job's pod log lines with the job's sequence numbers, none lost and none twice, whoever reads
-them: the running phase's poll (logs.py's `collect_logs`) or a followed stream (log_streams.py).
+them: the running phase's poll (submit.py's `collect_logs`) or a followed stream (log_streams.py).
 
 A pod's cursor (on the Job row, `log_cursors`) is the last stored line's kubelet timestamp and how many
 stored lines carry that timestamp. Every read of a pod log starts at the beginning of a second (the

@@ -101,13 +101,11 @@ class PodStream(threading.Thread):
         self.last_chunk = 0.0  # when the stream last sent something (monotonic)
         self.stopping = False
 
+    def renewed_lately(self) -> bool:
+        return time.monotonic() - self.renewed < _idle()
+
     def current(self) -> bool:
-        return (
-            self.pid == os.getpid()
-            and self.is_alive()
-            and not self.stopping
-            and time.monotonic() - self.renewed < _idle()
-        )
+        return self.pid == os.getpid() and self.is_alive() and not self.stopping and self.renewed_lately()
 
     def covers(self, now: float) -> bool:
         """Whether the poll may leave this pod to the stream: connected and not quiet for QUIET_SECONDS
@@ -141,7 +139,7 @@ class PodStream(threading.Thread):
                 if lines:
                     self.writer.queue.put((self, lines))
                 self.connected, self.last_chunk = not self.stopping, time.monotonic()
-                if self.stopping or time.monotonic() - self.renewed >= _idle():
+                if self.stopping or not self.renewed_lately():
                     return  # no longer renewed: the job's operation is followed elsewhere, or over
         finally:
             self.connected = False

@@ -19,7 +19,6 @@ from .base import Ctx, sim
 
 Obj = dict[str, Any]
 RUNS = "_trainer_runs"  # c.sim entry: MLflow run key -> uid of the object whose process logs it
-PRINTING = "_printing"  # c.sim entry: pod uid -> [namespace, name] of each training pod whose program runs
 
 
 def rfc3339(t: float) -> str:
@@ -80,7 +79,6 @@ def start(c: Cluster, ctx: Ctx, pod: Obj, s: dict[str, Any]) -> list[tuple[str, 
             s["proc"]["hang"] = dict(s["hang"])
         key = f"{c.key}/{pod['metadata']['uid']}/{s.get('restarts', 0)}"
         runner.start(s["proc"], spec, ctx.now, ctx.metrics, key)
-        c.sim.setdefault(PRINTING, {})[pod["metadata"]["uid"]] = [pod["metadata"]["namespace"], pod["metadata"]["name"]]
         if s["proc"].get("mlflow"):
             c.sim.setdefault(RUNS, {})[key] = pod["metadata"]["uid"]
     return []
@@ -100,7 +98,9 @@ def run(c: Cluster, ctx: Ctx, pod: Obj, s: dict[str, Any]) -> int | None:
 
 def _joined(c: Cluster, pod: Obj, s: dict[str, Any]) -> float | None:
     """When the last process of this pod's job started (the rendezvous), None while one of its
-    `nnodes` pods has no process yet. A pod outside a training job has no one to wait for."""
+    `nnodes` pods has no process yet. A pod outside a training job has no one to wait for. Once one
+    rank has passed the rendezvous, its time holds for the others, even after that rank has exited
+    (a short program can end in the tick that saw the last rank start)."""
     job = (s.get("ctx") or {}).get("job")
     nnodes = int((s.get("ctx") or {}).get("nnodes", 1) or 1)
     own = float((s.get("proc") or {}).get("t0", 0.0))
@@ -110,10 +110,14 @@ def _joined(c: Cluster, pod: Obj, s: dict[str, Any]) -> float | None:
     starts = []
     for peer in c.list("/pods", ns):
         ps = c.sim.get(peer["metadata"]["uid"]) or {}
-        if (ps.get("ctx") or {}).get("job") != job or (peer.get("status") or {}).get("phase") != "Running":
+        if (ps.get("ctx") or {}).get("job") != job:
             continue
         proc = ps.get("proc") or {}
-        if "spec" in proc and not proc.get("finished"):
+        if "spec" not in proc:
+            continue
+        if proc.get("joined") is not None and float(proc["joined"]) >= own:  # not an earlier attempt's
+            return float(proc["joined"])
+        if (peer.get("status") or {}).get("phase") == "Running" and not proc.get("finished"):
             starts.append(float(proc["t0"]))
     return max(starts) if len(starts) >= nnodes else None
 
@@ -122,22 +126,12 @@ def print_due(c: Cluster, ctx: Ctx) -> None:
     """First in every tick: each running training program prints what is due by now, so the operator's
     log monitoring judges the lines printed by now (the kubelet, later in the tick, ends the container
     of one that has exited)."""
-    printing: dict[str, list[str]] = c.sim.get(PRINTING) or {}
-    for uid, (ns, name) in list(printing.items()):
-        pod = c.get("/pods", ns, name)
-        s = c.sim.get(uid) or {}
+    for pod in c.list("/pods"):
+        s = c.sim.get(pod["metadata"]["uid"]) or {}
         proc = s.get("proc") or {}
-        if (
-            pod is None
-            or pod["metadata"].get("uid") != uid
-            or (pod.get("status") or {}).get("phase") != "Running"
-            or s.get("backoff_until") is not None
-            or "spec" not in proc
-            or proc.get("finished")
-        ):
-            printing.pop(uid, None)
-            continue
-        ctx.per_object(c, "printer", pod, run, c, ctx, pod, s)
+        running = (pod.get("status") or {}).get("phase") == "Running" and s.get("backoff_until") is None
+        if running and s.get("log") == "training" and "spec" in proc and not proc.get("finished"):
+            ctx.per_object(c, "printer", pod, run, c, ctx, pod, s)
 
 
 def crash(c: Cluster, ctx: Ctx, pod: Obj, s: dict[str, Any], code: int) -> list[str]:
@@ -162,7 +156,6 @@ def restart_in_place(c: Cluster, ctx: Ctx, pod: Obj, hang: dict[str, Any] | None
     s["attempts"] = int(s.get("attempts", 0)) + 1
     key = f"{c.key}/{pod['metadata']['uid']}/{s.get('restarts', 0)}.{s['attempts']}"
     runner.restart_in_place(proc, ctx.now, ctx.metrics, emitter(c, pod, proc["container"]), key, hang)
-    c.sim.setdefault(PRINTING, {})[pod["metadata"]["uid"]] = [pod["metadata"]["namespace"], pod["metadata"]["name"]]
     if proc.get("mlflow"):
         c.sim.setdefault(RUNS, {})[key] = pod["metadata"]["uid"]
 

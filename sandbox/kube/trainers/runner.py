@@ -47,6 +47,7 @@ def start(state: dict[str, Any], spec: dict[str, Any], now: float, metrics: Any,
             "last_ts": now,
             "run_key": run_key,
             "lag": None,
+            "joined": None,
         }
     )
     prog = make(spec)
@@ -111,7 +112,7 @@ def advance(
     if state.get("lag") is None:
         if joined is None:
             return False
-        state["lag"] = max(joined - t0, 0.0) * speedup
+        state["lag"], state["joined"] = max(joined - t0, 0.0) * speedup, joined
     lag = float(state["lag"])
     elapsed -= lag
     step = int(state.get("step", 0))

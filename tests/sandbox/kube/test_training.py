@@ -310,7 +310,9 @@ def test_more_gpus_than_a_node_has_stays_pending_with_the_schedulers_reason(trai
 
 def test_finished_jobs_clean_up_per_policy(training: Kube) -> None:
     kube = training
-    _submit(kube, hpjob("tidy", cleanPodPolicy="All", ttlSecondsAfterFinished=30))
+    # 8000 s simulated = 8 s here: the pods go at once, the job after its TTL. A TTL of a few simulated
+    # seconds could end before this client's first list of pods had answered (the first takes ~1 s).
+    _submit(kube, hpjob("tidy", cleanPodPolicy="All", ttlSecondsAfterFinished=8000))
     wait_for(
         lambda: (
             not kube.core.list_namespaced_pod("default", label_selector=f"{JOB_LABEL}=tidy").items
@@ -326,8 +328,23 @@ def test_finished_jobs_clean_up_per_policy(training: Kube) -> None:
                 for j in kube.custom.list_namespaced_custom_object(G, V, "default", P)["items"]
             )
         ),
+        timeout=30,
         what="job deleted after its TTL",
     )
+
+
+def test_a_program_shorter_than_a_tick_ends_on_every_rank(training: Kube) -> None:
+    """At 100 000× the whole program is due in one tick: rank 0 passes the rendezvous and exits in
+    the tick that rank 1 first steps in, and rank 1 still runs its steps (it used to wait forever for
+    a rank that had already exited)."""
+    kube = training
+    kube.world.speedup = 100_000
+    _submit(kube, hpjob("brief"))
+    wait_for(lambda: cond(_get(kube, "brief"), "Succeeded"), timeout=30, what="Succeeded")
+    for rank in (0, 1):
+        assert kube.core.read_namespaced_pod(f"brief-pod-{rank}", "default").status.phase == "Succeeded", rank
+        assert "Done waiting for other agents" in _log(kube, f"brief-pod-{rank}"), rank  # torchrun's exit
+    assert LOSS["pytorch"].search(_log(kube, "brief-pod-0"))
 
 
 def test_a_failing_program_prints_its_error_and_the_job_fails(training: Kube) -> None:
