@@ -186,13 +186,14 @@ def _watching(conn, db: str, job_id: str) -> None:
 
 
 def _serve(env: dict[str, str]) -> tuple[subprocess.Popen, int]:
-    """The ASGI application under uvicorn in a process of its own, as deployed: (the process, its port)."""
+    """The ASGI application under uvicorn in a process of its own, as deployed (connections from the
+    pool, which production turns on and the test mode does not): (the process, its port)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     argv = [sys.executable, "-m", "uvicorn", "instantstart.asgi:application", "--port", str(port)]
     process = subprocess.Popen(
-        [*argv, "--log-level", "warning", "--lifespan", "off"], cwd=ROOT, env={**os.environ, **env}
+        [*argv, "--log-level", "warning", "--lifespan", "off"], cwd=ROOT, env={**os.environ, "DB_POOL": "1", **env}
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

@@ -19,7 +19,10 @@ def _reuse_database_connections(**kwargs) -> None:
     # task: CELERY_DB_REUSE_MAX keeps it from closing them; the hooks below close what is obsolete).
     from django.conf import settings
 
+    # A worker's threads each keep one connection: the web server's pool is off here (Django refuses a
+    # pool with persistent connections).
     for database in settings.DATABASES.values():
+        database.get("OPTIONS", {}).pop("pool", None)
         database["CONN_MAX_AGE"] = settings.WORKER_DB_CONN_MAX_AGE
 
 

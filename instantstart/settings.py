@@ -157,7 +157,18 @@ if LOCAL_STATE and not env_str("DATABASE_URL"):
 else:
     default_url = "postgres://postgres@127.0.0.1:5432/instantstart" if MODE == "test" else None
     url = env_str("DATABASE_URL", default_url, required=MODE == "production")
-    DATABASES = {"default": dj_database_url.parse(url, conn_max_age=env_int("DB_CONN_MAX_AGE", 0))}
+    # The web server (ASGI) takes its connections from a pool (psycopg_pool): Django keeps no persistent
+    # connection under ASGI, so without one every request and every socket's database trip opened a
+    # PostgreSQL connection (a hundred log viewers joining at once waited ~1 s on that). Workers keep
+    # their own per-thread connections instead (instantstart/celery.py turns the pool off there).
+    DB_POOL = env_bool("DB_POOL", MODE != "test")
+    DATABASES = {"default": dj_database_url.parse(url, conn_max_age=0 if DB_POOL else env_int("DB_CONN_MAX_AGE", 0))}
+    if DB_POOL:
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": env_int("DB_POOL_MIN_SIZE", 2, minimum=0),
+            "max_size": env_int("DB_POOL_MAX_SIZE", 16, minimum=1),
+            "timeout": env_float("DB_POOL_TIMEOUT_SECONDS", 10.0, minimum=0.1),  # waiting for a free one
+        }
     if MODE == "test":
         # Lets parallel checkouts (or a worker started by a test) use their own test database.
         DATABASES["default"]["TEST"] = {"NAME": env_str("TEST_DATABASE_NAME", "test_instantstart")}

@@ -14,8 +14,12 @@ standalone mode, where the in-memory layer does not cross them, and this works t
 Redis layer in production. One tail per job per web process reads the new rows and hands them to
 every socket watching that job, so a hundred viewers cost one query per poll, not a hundred; each
 line's JSON is encoded once per read (by PostgreSQL, where it runs) and a frame is those strings
-joined, built once for all the sockets that take the whole batch. A socket reads the rows itself only
-for the lines before where the tail stood when it joined.
+joined, built once for all the sockets that take the whole batch. The tail also keeps the job's
+newest lines it has seen (up to HISTORY_LINES): a socket that joins behind the tail catches up from
+them, and the first socket that needs older lines within that bound reads them once for all (a
+hundred viewers opening a running job read its rows once, not a hundred times). Only a socket further
+back reads the rows itself. The tails of a few ended jobs stay in memory after their last viewer
+leaves (KEPT_TAILS), so replaying a finished job's log again reads no rows.
 
 Auth: the portal's session cookie, or `Authorization: Bearer <token>`. Unauthenticated: closed 4401;
 another team's job (or no such job): closed 4404.
@@ -24,8 +28,12 @@ another team's job (or no such job): closed 4404.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import json
+import time
 import uuid
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
@@ -35,6 +43,7 @@ from django.db import connection
 
 from instantstart.errors import NotFound
 from instantstart.tenancy.access import Access, Via
+from instantstart.tenancy.models import hash_token
 
 from .models import Job, JobStatus, LogLine
 
@@ -45,6 +54,10 @@ BATCH = 5000
 # a replay of a long log is many frames, not one huge one.
 FRAME_LINES = 2000
 FRAME_CHARS = 1 << 20
+# Lines a tail keeps for the sockets that join behind it (each line's encoded message, ~200 bytes),
+# and how many ended jobs' tails stay in memory once nobody watches them.
+HISTORY_LINES = 10000
+KEPT_TAILS = 16
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
 
@@ -59,6 +72,16 @@ def _off_loop(func):
     lines waited behind them (they reached the viewers 0.3 s late). Each pool thread has its own
     connection, released as after a request (CONN_MAX_AGE decides)."""
     return database_sync_to_async(func, thread_sensitive=False)
+
+
+# The tails' reads of new lines run on threads of their own: on the loop's pool they queued behind
+# the auth reads of sockets joining at once (a hundred viewers opening a job got their first line after
+# every one of them had been authenticated, ~1.3 s here).
+_TAIL_THREADS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="log-tail")
+
+
+def _on_tail_threads(func):
+    return database_sync_to_async(func, thread_sensitive=False, executor=_TAIL_THREADS)
 
 
 # A line read for the sockets: (seq, pod, its message as JSON), encoded once for every socket.
@@ -100,6 +123,7 @@ def lines_after(job_id, after: int, limit: int = BATCH, *, in_database: bool | N
 
 
 _lines_after = _off_loop(lines_after)
+_tail_lines_after = _on_tail_threads(lines_after)
 
 
 def frame(messages: list[str], next_seq: int) -> str:
@@ -147,21 +171,26 @@ class Batch(list):
         return self._whole
 
 
-@_off_loop
+@_on_tail_threads
 def _job_status(job_id) -> tuple[str, int]:
     row = Job.objects.filter(pk=job_id).values_list("status", "last_seq").first()
     return row if row else (JobStatus.CANCELLED, 0)
 
 
 class JobTail:
-    """One reader of a job's new lines in this process, shared by every socket watching the job."""
+    """One reader of a job's new lines in this process, shared by every socket watching the job, and
+    the job's newest lines it has seen: ``history`` holds every line with ``base`` < seq <= ``last``."""
 
     tails: dict[str, JobTail] = {}
+    kept: OrderedDict[str, JobTail] = OrderedDict()  # ended jobs' tails nobody watches, oldest first
 
     def __init__(self, job_id: str) -> None:
         self.job_id = job_id
         self.queues: set[asyncio.Queue] = set()
         self.last = 0
+        self.base = 0
+        self.history: list[Line] = []
+        self.filling = asyncio.Lock()
         self.task: asyncio.Task | None = None
         self.ready = asyncio.Event()  # set once the task has read where the job stands
         # Set once the job has ended and every line it stored has been read (checked when a poll finds none).
@@ -170,14 +199,15 @@ class JobTail:
 
     @classmethod
     def of(cls, job_id: str) -> JobTail:
-        tail = cls.tails.get(job_id)
+        tail = cls.tails.get(job_id) or cls.kept.pop(job_id, None)
         if tail is None:
-            tail = cls.tails[job_id] = cls(job_id)
+            tail = cls(job_id)
+        cls.tails[job_id] = tail
         return tail
 
     async def subscribe(self) -> asyncio.Queue:
         """A queue of every batch the tail reads from now on; once this returns, ``last`` is where the
-        tail stands (what the socket must read from the rows itself, if its cursor is before it)."""
+        tail stands (what the socket must catch up on, if its cursor is before it)."""
         queue: asyncio.Queue = asyncio.Queue()
         self.queues.add(queue)
         self.ensure_running()
@@ -193,22 +223,54 @@ class JobTail:
     def unsubscribe(self, queue: asyncio.Queue) -> None:
         self.queues.discard(queue)
 
+    def since(self, cursor: int) -> list[Line]:
+        """The kept lines after ``cursor`` (which is at or past ``base``)."""
+        return self.history[bisect.bisect_right(self.history, cursor, key=lambda line: line[0]) :]
+
+    async def fill(self, cursor: int) -> bool:
+        """Read the lines between ``cursor`` and ``base`` into the history, once for every socket that
+        waits for them, if they fit; False if they do not (the socket reads the rows itself)."""
+        async with self.filling:
+            if cursor >= self.base:
+                return True  # another socket's fill brought them
+            base = self.base
+            if base - cursor + len(self.history) > HISTORY_LINES:
+                return False
+            lines = [line for line in await _lines_after(self.job_id, cursor, base - cursor) if line[0] <= base]
+            if self.base != base:  # the history moved on meanwhile: not contiguous with what was read
+                return cursor >= self.base
+            self.history[:0] = lines
+            self.base = cursor
+            return True
+
+    def _keep(self, lines: Batch) -> None:
+        self.history.extend(lines)
+        if len(self.history) > 2 * HISTORY_LINES:  # trimmed in steps, not on every batch
+            drop = len(self.history) - HISTORY_LINES
+            self.base = self.history[drop - 1][0]
+            del self.history[:drop]
+
     def _hand(self, lines: Batch) -> None:
         for queue in list(self.queues):
             queue.put_nowait(lines)
 
     async def _run(self) -> None:
         try:
-            # Sockets catch up on older lines themselves. A job shown as ended has stored every line
-            # (the collector's last read comes first), so a replay of it ends without waiting for a poll.
-            self.status, self.last = await _job_status(self.job_id)
+            # Sockets catch up on older lines from the history or the rows. A job shown as ended has
+            # stored every line (the collector's last read comes first), so a replay of it ends
+            # without waiting for a poll.
+            self.status, last = await _job_status(self.job_id)
+            if last != self.last:  # a tail started anew (or kept) whose history no longer reaches `last`
+                self.history, self.base, self.last = [], last, last
             self.ended = self.ended or self.status in JobStatus.terminal()
             self.ready.set()
             while self.queues:
-                lines = await _lines_after(self.job_id, self.last)
+                lines = await _tail_lines_after(self.job_id, self.last)
                 if lines:
                     self.last = lines[-1][0]
-                    self._hand(Batch(lines))
+                    batch = Batch(lines)
+                    self._keep(batch)
+                    self._hand(batch)
                 elif not self.ended:
                     self.status, last_seq = await _job_status(self.job_id)
                     self.ended = self.status in JobStatus.terminal() and last_seq <= self.last
@@ -220,6 +282,10 @@ class JobTail:
             self.ready.set()  # a failed first read: the sockets read the rows and try the tail again
             if JobTail.tails.get(self.job_id) is self and not self.queues:
                 del JobTail.tails[self.job_id]
+                if self.ended and self.history:
+                    JobTail.kept[self.job_id] = self
+                    while len(JobTail.kept) > KEPT_TAILS:
+                        JobTail.kept.popitem(last=False)
 
 
 def _access(scope) -> Access | None:
@@ -245,19 +311,62 @@ def _access(scope) -> Access | None:
     return Access(user=user, team=membership.team, role=membership.role, via=Via.UI)
 
 
+# A socket's access to a job, as its last check found it, for a few seconds per credential: sockets
+# that open together (a page reload, many tabs, a team's dashboard, an agent's reconnects) are checked
+# once, not each (a check costs ~10 ms of the pool's threads here). Only allowed answers are kept; a
+# revoked token or a lost membership stops new sockets within this many seconds.
+_ALLOWED: dict[tuple, tuple[float, str]] = {}
+
+
+def _allowed_for() -> float:
+    return float(getattr(settings, "TRAINING_SOCKET_ACCESS_CACHE_SECONDS", 5.0))
+
+
+def _credential(scope) -> tuple | None:
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            return ("token", hash_token(value.decode("latin-1")))
+    session = scope.get("session")
+    key = getattr(session, "session_key", None)
+    return ("session", key) if key else None
+
+
 @_off_loop
-def _job_or_close_code(scope, job_id: str) -> str | int:
+def _check_job_access(scope, job_id: str) -> str | int:
     """The id of the job the socket's caller may watch, or the code to close it with (one trip to a
-    database thread: at DB_CONN_MAX_AGE=0 each trip opens a connection)."""
-    from .selectors import get_job_by_id
+    database thread: each trip takes a pooled connection)."""
+    from .selectors import visible_job_id
 
     access = _access(scope)
     if access is None:
         return CLOSE_UNAUTHENTICATED
     try:
-        return str(get_job_by_id(access, job_id).pk)
+        return str(visible_job_id(access, job_id))
     except NotFound:
         return CLOSE_NOT_FOUND
+
+
+_CHECKING: dict[tuple, asyncio.Future] = {}  # checks under way: sockets opening together share one
+
+
+async def _job_or_close_code(scope, job_id: str) -> str | int:
+    credential = _credential(scope)
+    if credential is None:
+        return await _check_job_access(scope, job_id)
+    key = (credential, job_id)
+    known = _ALLOWED.get(key)
+    if known is not None and known[0] > time.monotonic():
+        return known[1]
+    checking = _CHECKING.get(key)
+    if checking is None:
+        checking = _CHECKING[key] = asyncio.ensure_future(_check_job_access(scope, job_id))
+        checking.add_done_callback(lambda _: _CHECKING.pop(key, None))
+    answer = await asyncio.shield(checking)  # a socket that goes away does not cancel the others' check
+    if isinstance(answer, str):
+        if len(_ALLOWED) > 10_000:  # old entries go in bulk; a busy server re-checks a few sockets
+            _ALLOWED.clear()
+        _ALLOWED[key] = (time.monotonic() + _allowed_for(), answer)
+    return answer
 
 
 class JobLogConsumer(AsyncWebsocketConsumer):
@@ -295,19 +404,24 @@ class JobLogConsumer(AsyncWebsocketConsumer):
         for text in texts:
             await self.send(text_data=text)
 
-    async def _catch_up(self) -> None:
-        while True:
+    async def _catch_up(self, tail: JobTail) -> None:
+        """The lines between the cursor and where the tail stands: from the tail's history (filled
+        once for all the sockets that need older lines, when they fit), else from the rows."""
+        while self.cursor < tail.last:
+            if self.cursor >= tail.base or await tail.fill(self.cursor):
+                await self._send_lines(tail.since(self.cursor))
+                return  # the rest comes in the queue's batches
             lines = await _lines_after(self.job_id, self.cursor)
-            await self._send_lines(lines)
-            if len(lines) < BATCH:
+            if not lines:
                 return
+            await self._send_lines(lines)
 
     async def _pump(self) -> None:
         tail = JobTail.of(self.job_id)
         queue = await tail.subscribe()
         try:
-            if self.cursor < tail.last:  # lines the tail will not hand this socket: read from the rows
-                await self._catch_up()
+            if self.cursor < tail.last:  # lines the tail will not hand this socket
+                await self._catch_up(tail)
             while True:
                 if queue.empty() and tail.ended and self.cursor >= tail.last:
                     await self.send(text_data=json.dumps({"status": tail.status, "next": self.cursor}))
@@ -316,11 +430,11 @@ class JobLogConsumer(AsyncWebsocketConsumer):
                     batch = await asyncio.wait_for(queue.get(), timeout=_poll())
                 except TimeoutError:
                     tail.ensure_running()  # a tail whose read failed starts again, from where the job stands:
-                    if self.cursor < tail.last:  # what it skipped comes from the rows
-                        await self._catch_up()
+                    if self.cursor < tail.last:  # what it skipped comes from the history or the rows
+                        await self._catch_up(tail)
                     continue
                 if batch and batch[0][0] > self.cursor + 1:
-                    await self._catch_up()  # a gap (this socket joined mid-batch): read it from the rows
+                    await self._catch_up(tail)  # a gap (this socket joined mid-batch)
                 await self._send_lines(batch)
         finally:
             tail.unsubscribe(queue)

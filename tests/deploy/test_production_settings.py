@@ -70,3 +70,24 @@ def test_scaled_processes_refuse_to_start_without_their_services(missing, messag
     # Only the all-in-one tree may fall back to local state; a web or worker container never does.
     result = check_deploy(production_env(**{missing: ""}))
     assert result.returncode != 0 and message in result.stderr
+
+
+def test_the_web_server_pools_its_connections_and_a_worker_keeps_its_own():
+    """Django keeps no connection under ASGI: production's web server takes them from a pool, and a
+    Celery worker (whose threads each keep one for WORKER_DB_CONN_MAX_AGE) turns the pool off."""
+    script = (
+        "import django; django.setup(); from django.conf import settings; "
+        "from instantstart.celery import _reuse_database_connections as w; db = settings.DATABASES['default']; "
+        "print(db['OPTIONS'].get('pool', {}).get('max_size'), db['CONN_MAX_AGE']); w(); "
+        "print(db['OPTIONS'].get('pool'), db['CONN_MAX_AGE'])"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env={**production_env(), "DJANGO_SETTINGS_MODULE": "instantstart.settings", "DB_POOL_MAX_SIZE": "9"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[:2] == ["9 0", "None 600"]

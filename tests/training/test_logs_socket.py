@@ -176,3 +176,89 @@ def test_lines_encoded_by_postgresql_are_the_messages_python_and_rest_give(team)
     assert [json.loads(message) for _, _, message in in_db] == rest
     assert [json.loads(message) for _, _, message in in_python] == rest
     assert [seq for seq, _, _ in consumers.lines_after(job.pk, 4, limit=1)] == [5]
+
+
+@pytest.fixture
+def row_reads(monkeypatch):
+    """Each read of a job's stored lines the sockets and tails make: (after, limit)."""
+    reads: list[tuple[int, int]] = []
+    read = consumers._lines_after
+
+    async def counted(job_id, after, limit=consumers.BATCH):
+        reads.append((after, limit))
+        return await read(job_id, after, limit)
+
+    monkeypatch.setattr(consumers, "_lines_after", counted)
+    monkeypatch.setattr(consumers.JobTail, "kept", consumers.OrderedDict())
+    return reads
+
+
+def _finished_job(team, lines: int):
+    from tests.factories import ClusterFactory
+    from training.models import Job, JobStatus, LogLine
+
+    job = Job.objects.create(
+        cluster=ClusterFactory(team=team, name="done"),
+        name="done",
+        recipe="pytorch",
+        kind="HyperPodPyTorchJob",
+        namespace="acme",
+        k8s_name="done-1",
+        status=JobStatus.SUCCEEDED,
+        last_seq=lines,
+    )
+    LogLine.objects.bulk_create(
+        LogLine(job=job, seq=seq, pod=f"done-pod-{seq % 2}", ts=None, text=f"line {seq}") for seq in range(1, lines + 1)
+    )
+    return job
+
+
+def _viewers(url: str, auth: dict, afters: list[int]) -> list[list[int]]:
+    seen: list[list[int]] = [[] for _ in afters]
+
+    def view(i: int) -> None:
+        seen[i] = [line["seq"] for line in read_socket(f"{url}?after={afters[i]}", auth, timeout=30)[0]]
+
+    threads = [threading.Thread(target=view, args=(i,)) for i in range(len(afters))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    return seen
+
+
+def test_viewers_joining_at_once_read_the_rows_once_and_a_replay_reads_none(
+    asgi, team, admin_token, row_reads, monkeypatch
+):
+    """Twelve viewers of one job opening at once (as a team opens a job everyone watches) each get every
+    line after their `after`, once and in order, while its rows are read once for all of them and their
+    shared credential is checked once; once they have left, replaying the ended job's log reads no rows."""
+    checks = []
+    check = consumers._check_job_access
+
+    async def counted(scope, job_id):
+        checks.append(job_id)
+        return await check(scope, job_id)
+
+    monkeypatch.setattr(consumers, "_check_job_access", counted)
+    job = _finished_job(team, 300)
+    url, auth = f"{asgi.ws}/ws/jobs/{job.pk}/logs/", {"Authorization": f"Bearer {admin_token}"}
+    afters = [0] * 10 + [150, 299]
+    seen = _viewers(url, auth, afters)
+    assert seen == [list(range(after + 1, 301)) for after in afters]
+    read = [seq for after, limit in row_reads if after < 300 for seq in range(after + 1, min(after + limit, 300) + 1)]
+    assert sorted(read) == list(range(1, 301))  # each stored line read once, for all twelve
+    assert checks == [str(job.pk)]
+    row_reads.clear()
+    assert _viewers(url, auth, [0, 42]) == [list(range(1, 301)), list(range(43, 301))]
+    assert [after for after, _ in row_reads if after < 300] == []
+
+
+def test_viewers_further_back_than_the_history_read_the_rows_themselves(
+    asgi, team, admin_token, row_reads, monkeypatch
+):
+    monkeypatch.setattr(consumers, "HISTORY_LINES", 50)
+    job = _finished_job(team, 300)
+    url, auth = f"{asgi.ws}/ws/jobs/{job.pk}/logs/", {"Authorization": f"Bearer {admin_token}"}
+    assert _viewers(url, auth, [0, 0, 280]) == [list(range(1, 301)), list(range(1, 301)), list(range(281, 301))]
+    assert sorted(after for after, _ in row_reads if after < 300).count(0) == 2  # too far back: each reads
