@@ -158,9 +158,9 @@ else:
     default_url = "postgres://postgres@127.0.0.1:5432/instantstart" if MODE == "test" else None
     url = env_str("DATABASE_URL", default_url, required=MODE == "production")
     # The web server (ASGI) takes its connections from a pool (psycopg_pool): Django keeps no persistent
-    # connection under ASGI, so without one every request and every socket's database trip opened a
-    # PostgreSQL connection (a hundred log viewers joining at once waited ~1 s on that). Workers keep
-    # their own per-thread connections instead (instantstart/celery.py turns the pool off there).
+    # connection under ASGI (its docs say to pool instead of CONN_MAX_AGE), so without one every request
+    # and every socket's database trip opened a PostgreSQL connection. Workers keep their own per-thread
+    # connections instead (instantstart/celery.py turns the pool off there).
     DB_POOL = env_bool("DB_POOL", MODE != "test")
     DATABASES = {"default": dj_database_url.parse(url, conn_max_age=0 if DB_POOL else env_int("DB_CONN_MAX_AGE", 0))}
     if DB_POOL:

@@ -311,11 +311,11 @@ def _access(scope) -> Access | None:
     return Access(user=user, team=membership.team, role=membership.role, via=Via.UI)
 
 
-# A socket's access to a job, as its last check found it, for a few seconds per credential: sockets
-# that open together (a page reload, many tabs, a team's dashboard, an agent's reconnects) are checked
-# once, not each (a check costs ~10 ms of the pool's threads here). Only allowed answers are kept; a
-# revoked token or a lost membership stops new sockets within this many seconds.
-_ALLOWED: dict[tuple, tuple[float, str]] = {}
+# Access checks of sockets, per credential and job, for a few seconds: sockets that open together (a
+# page reload, many tabs, a team's dashboard, an agent's reconnects) share one check instead of each
+# making their own (a check costs ~10 ms of the pool's threads here). A check that refuses or fails is
+# forgotten once done; a revoked token or a lost membership stops new sockets within this many seconds.
+_CHECKS: dict[tuple, tuple[float, asyncio.Future]] = {}  # (credential, job id) -> (until, the check)
 
 
 def _allowed_for() -> float:
@@ -346,27 +346,24 @@ def _check_job_access(scope, job_id: str) -> str | int:
         return CLOSE_NOT_FOUND
 
 
-_CHECKING: dict[tuple, asyncio.Future] = {}  # checks under way: sockets opening together share one
-
-
 async def _job_or_close_code(scope, job_id: str) -> str | int:
     credential = _credential(scope)
     if credential is None:
         return await _check_job_access(scope, job_id)
-    key = (credential, job_id)
-    known = _ALLOWED.get(key)
-    if known is not None and known[0] > time.monotonic():
-        return known[1]
-    checking = _CHECKING.get(key)
-    if checking is None:
-        checking = _CHECKING[key] = asyncio.ensure_future(_check_job_access(scope, job_id))
-        checking.add_done_callback(lambda _: _CHECKING.pop(key, None))
-    answer = await asyncio.shield(checking)  # a socket that goes away does not cancel the others' check
-    if isinstance(answer, str):
-        if len(_ALLOWED) > 10_000:  # old entries go in bulk; a busy server re-checks a few sockets
-            _ALLOWED.clear()
-        _ALLOWED[key] = (time.monotonic() + _allowed_for(), answer)
-    return answer
+    key, now = (credential, job_id), time.monotonic()
+    entry = _CHECKS.get(key)
+    if entry is None or entry[0] <= now:
+        if len(_CHECKS) > 10_000:  # old entries go in bulk; a busy server re-checks a few sockets
+            _CHECKS.clear()
+        entry = _CHECKS[key] = (now + _allowed_for(), asyncio.ensure_future(_check_job_access(scope, job_id)))
+        entry[1].add_done_callback(lambda check: _forget_unless_allowed(key, entry, check))
+    return await asyncio.shield(entry[1])  # a socket that goes away does not cancel the others' check
+
+
+def _forget_unless_allowed(key: tuple, entry: tuple, check: asyncio.Future) -> None:
+    if check.cancelled() or check.exception() is not None or not isinstance(check.result(), str):
+        if _CHECKS.get(key) is entry:
+            del _CHECKS[key]
 
 
 class JobLogConsumer(AsyncWebsocketConsumer):

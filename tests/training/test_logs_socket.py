@@ -83,18 +83,23 @@ def test_socket_lines_match_rest_and_survive_reconnects_for_two_viewers(
 
 
 def test_socket_of_another_teams_job_closes_with_4404_and_without_credentials_4401(asgi, team, other_team, admin_token):
-    from tests.factories import ClusterFactory
-    from training.models import Job
-
-    theirs = ClusterFactory(team=other_team, name="theirs")
-    job = Job.objects.create(
-        cluster=theirs, name="x", recipe="pytorch", kind="HyperPodPyTorchJob", namespace="globex", k8s_name="x-1"
-    )
+    job = _job(other_team, "theirs")
     for headers, code in (({"Authorization": f"Bearer {admin_token}"}, 4404), ({}, 4401)):
         with connect(f"{asgi.ws}/ws/jobs/{job.pk}/logs/", additional_headers=headers) as socket:
             with pytest.raises(ConnectionClosed) as closed:
                 socket.recv(timeout=10)
         assert closed.value.rcvd.code == code
+
+
+def _job(team, name: str, **fields):
+    """A job row of a cluster of ``team`` (both named ``name``), without running anything."""
+    from tests.factories import ClusterFactory
+    from training.models import Job
+
+    cluster = ClusterFactory(team=team, name=name)
+    return Job.objects.create(
+        cluster=cluster, name=name, recipe="pytorch", kind="HyperPodPyTorchJob", namespace="ns", k8s_name=name, **fields
+    )
 
 
 def _lines(*pods: str, text: str = "x") -> list[tuple[int, str, str]]:
@@ -146,18 +151,10 @@ def test_a_tail_batch_is_framed_once_for_every_socket_that_takes_all_of_it():
 def test_lines_encoded_by_postgresql_are_the_messages_python_and_rest_give(team):
     from datetime import UTC, datetime
 
-    from tests.factories import ClusterFactory
     from training.api.jobs import line_data
-    from training.models import Job, LogLine
+    from training.models import LogLine
 
-    job = Job.objects.create(
-        cluster=ClusterFactory(team=team, name="enc"),
-        name="x",
-        recipe="pytorch",
-        kind="HyperPodPyTorchJob",
-        namespace="acme",
-        k8s_name="x-1",
-    )
+    job = _job(team, "enc")
     texts = ['say "hi" \\ back', "tab\there\r", "\x01\x1f\x7f", "snow ☃ and \u2028 and 𝄞", "", "x" * 70000]
     stamps = [
         datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),  # no microseconds: isoformat() writes none
@@ -194,19 +191,9 @@ def row_reads(monkeypatch):
 
 
 def _finished_job(team, lines: int):
-    from tests.factories import ClusterFactory
-    from training.models import Job, JobStatus, LogLine
+    from training.models import JobStatus, LogLine
 
-    job = Job.objects.create(
-        cluster=ClusterFactory(team=team, name="done"),
-        name="done",
-        recipe="pytorch",
-        kind="HyperPodPyTorchJob",
-        namespace="acme",
-        k8s_name="done-1",
-        status=JobStatus.SUCCEEDED,
-        last_seq=lines,
-    )
+    job = _job(team, "done", status=JobStatus.SUCCEEDED, last_seq=lines)
     LogLine.objects.bulk_create(
         LogLine(job=job, seq=seq, pod=f"done-pod-{seq % 2}", ts=None, text=f"line {seq}") for seq in range(1, lines + 1)
     )

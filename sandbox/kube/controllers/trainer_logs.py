@@ -91,7 +91,7 @@ def run(c: Cluster, ctx: Ctx, pod: Obj, s: dict[str, Any]) -> int | None:
     proc = s.get("proc") or {}
     if "spec" not in proc:
         return None
-    joined = _joined(c, pod, s) if proc.get("lag") is None else 0.0
+    joined = _joined(c, pod, s) if proc.get("joined") is None else None
     done = runner.advance(proc, ctx.speedup, ctx.now, emitter(c, pod, proc["container"]), ctx.metrics, joined)
     return int(proc["spec"].get("exit", 0)) if done else None
 

@@ -46,7 +46,6 @@ def start(state: dict[str, Any], spec: dict[str, Any], now: float, metrics: Any,
             "finished": False,
             "last_ts": now,
             "run_key": run_key,
-            "lag": None,
             "joined": None,
         }
     )
@@ -109,11 +108,11 @@ def advance(
         if i < len(startup):
             return False
         state["started"] = True
-    if state.get("lag") is None:
+    if state.get("joined") is None:
         if joined is None:
             return False
-        state["lag"], state["joined"] = max(joined - t0, 0.0) * speedup, joined
-    lag = float(state["lag"])
+        state["joined"] = joined  # the rendezvous: the job's peers take it from here too
+    lag = max(float(state["joined"]) - t0, 0.0) * speedup
     elapsed -= lag
     step = int(state.get("step", 0))
     reporting = bool(state.get("mlflow")) and metrics is not None
