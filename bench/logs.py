@@ -213,8 +213,8 @@ def main() -> int:
     parser.add_argument("--run-seconds", type=float, default=20000, help="simulated seconds the job runs")
     args = parser.parse_args()
 
-    # The product's defaults unless set: the worker follows each running pod's log (TRAINING_LOG_FOLLOW)
-    # and polls the job every TRAINING_LOG_POLL_SECONDS (0.25).
+    # The product's defaults unless set: the worker watches the job's pods and follows each running pod's
+    # log (TRAINING_LOG_FOLLOW), and polls the job every TRAINING_LOG_POLL_SECONDS (0.25).
     collector_env = {k: v for k, v in os.environ.items() if k.startswith("TRAINING_LOG_")}
     ensure_database(DB)
     setup_django(DB, "bench/logs.py")
@@ -251,10 +251,8 @@ def main() -> int:
         **collector_env,
     }
     worker = BenchWorker("logs", queue, env, pool="threads", concurrency=4).start().wait_ready()
-    # The web server keeps its database connections as deployed (deploy/compose.yaml, the CloudFormation
-    # stack: DB_CONN_MAX_AGE=60); at 0 every read of a socket or its tail opens a connection.
-    web_env = {"DB_CONN_MAX_AGE": os.environ.get("DB_CONN_MAX_AGE", "60")}
-    web_env |= {k: v for k, v in os.environ.items() if k.startswith("TRAINING_SOCKET_")}
+    # The web server takes its connections from the pool, as deployed (_serve sets DB_POOL=1).
+    web_env = {k: v for k, v in os.environ.items() if k.startswith("TRAINING_SOCKET_")}
     spawn = multiprocessing.get_context("spawn")
     viewing, child = spawn.Pipe()
     viewers = spawn.Process(target=_viewing, args=(child,), daemon=True)

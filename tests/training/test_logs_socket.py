@@ -67,11 +67,16 @@ def test_socket_lines_match_rest_and_survive_reconnects_for_two_viewers(
     assert end == {"status": "succeeded", "next": stored[-1]["seq"]}
     # A reload after the end replays from any point and ends at once.
     assert read_socket(f"{url}?after={stored[-5]['seq']}", auth)[0] == stored[-4:]
-    # ... in frames of many lines: the whole log (under the frame cap) is one frame, then the end.
+    # ... in frames of many lines (full ones up to the frame cap), each `next` its last line, then the end.
     with connect(f"{url}?after=0", additional_headers=auth, open_timeout=10) as socket:
-        whole = json.loads(socket.recv(timeout=30))
-        assert whole == {"lines": stored, "next": stored[-1]["seq"]}
-        assert json.loads(socket.recv(timeout=30)) == end
+        replayed = []
+        while "lines" in (message := json.loads(socket.recv(timeout=30))):
+            replayed.append(message)
+        assert message == end
+    assert [line for frame in replayed for line in frame["lines"]] == stored
+    assert [frame["next"] for frame in replayed] == [frame["lines"][-1]["seq"] for frame in replayed]
+    assert [len(frame["lines"]) for frame in replayed[:-1]] == [consumers.FRAME_LINES] * (len(replayed) - 1)
+    assert len(replayed) == -(-len(stored) // consumers.FRAME_LINES)
     # One pod's lines, and the end's `next` is past the other pod's too; a reconnect with a frame's
     # `next` misses none of that pod's lines and repeats none.
     pod = stored[0]["pod"]

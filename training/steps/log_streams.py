@@ -12,6 +12,11 @@ stream and the poll, or the streams of two workers after a lease moved) store ea
 (log_store.py). A stream ends with its container (or the server's limit); the next poll starts another
 if the pod still runs.
 
+Each followed job also has a watch on its pods (PodWatch), renewed by the same polls: a pod's stream
+starts the moment its container runs (a new pod, a container restarted in place), not at the job's next
+poll. Without it every pod's first lines reached the rows up to a poll late (the bench's p99 was the
+start of the job). The watch only starts streams; the polls still read whatever no stream covers.
+
 Enabled in worker processes (training/tasks.py, on worker_init): a web server or a test that runs an
 operation inline only polls.
 """
@@ -26,7 +31,12 @@ import time
 
 from django.conf import settings
 from django.db import connection
+from kubernetes import client as k8s
+from kubernetes import watch
 
+from ..manifests import JOB_ID_LABEL
+from ..models import Job
+from ..readers.cluster import kube
 from ..readers.logs import open_pod_log, split_lines
 from .log_store import Numberer, since_of, store
 
@@ -35,6 +45,7 @@ log = logging.getLogger(__name__)
 _enabled = False
 _lock = threading.Lock()
 _streams: dict[tuple[str, str], PodStream] = {}
+_watches: dict[str, PodWatch] = {}
 _writer: Writer | None = None
 QUIET_SECONDS = 1.0
 
@@ -146,10 +157,75 @@ class PodStream(threading.Thread):
             answer.release_conn()
 
 
+def _runs(pod) -> bool:
+    """Whether the pod's log can be followed: it runs, with a container running."""
+    if pod.status is None or pod.status.phase != "Running":
+        return False
+    return any(s.state and s.state.running for s in pod.status.container_statuses or [])
+
+
+class PodWatch(threading.Thread):
+    """A watch on one job's pods (its label) that starts a pod's stream as soon as its container runs;
+    it ends once its job's polls stop renewing it, like the streams."""
+
+    def __init__(self, job) -> None:
+        super().__init__(name=f"log-watch-{job.k8s_name}", daemon=True)
+        self.job, self.job_id, self.cluster, self.namespace = job, job.pk, job.cluster, job.namespace
+        self.pid = os.getpid()
+        self.renewed = time.monotonic()
+        self.stopping = False
+
+    def current(self) -> bool:
+        alive = self.pid == os.getpid() and self.is_alive() and not self.stopping
+        return alive and time.monotonic() - self.renewed < _idle()
+
+    def run(self) -> None:
+        try:
+            while self.current():
+                self._watch()
+        except Exception as exc:  # noqa: BLE001 - the polls still start the streams
+            log.info("the pod watch of job %s ended: %s", self.job_id, exc)
+        finally:
+            self.stopping = True
+            with _lock:
+                if _watches.get(str(self.job_id)) is self:
+                    del _watches[str(self.job_id)]
+            connection.close()  # the cursors read for the streams it started
+
+    def _watch(self) -> None:
+        events = watch.Watch()
+        core = k8s.CoreV1Api(kube(self.cluster))
+        seconds = max(1, int(_idle()))  # the server ends the watch then; renewed, it is opened again
+        for event in events.stream(
+            core.list_namespaced_pod,
+            self.namespace,
+            label_selector=f"{JOB_ID_LABEL}={self.job_id}",
+            timeout_seconds=seconds,
+            _request_timeout=(10, seconds + 10),
+        ):
+            if not self.current():
+                events.stop()
+                return
+            pod = event["object"]
+            if event["type"] in ("ADDED", "MODIFIED") and _runs(pod):
+                self._follow(pod.metadata.name)
+
+    def _follow(self, pod: str) -> None:
+        key = (str(self.job_id), pod)
+        with _lock:
+            if (stream := _streams.get(key)) is not None and stream.current():
+                return
+        cursors = Job.objects.filter(pk=self.job_id).values_list("log_cursors", flat=True).first() or {}
+        with _lock:
+            if (stream := _streams.get(key)) is None or not stream.current():
+                stream = _streams[key] = PodStream(self.job, pod, since_of(cursors.get(pod)), _the_writer())
+                stream.start()
+
+
 def follow_pods(job, pods: list[dict]) -> set[str]:
-    """Start or renew a followed stream for each running pod of ``job`` in this process (from the
-    pod's cursor as ``job`` holds it); the names of the pods whose stream is connected (the poll need
-    not read them)."""
+    """Start or renew the watch on ``job``'s pods and a followed stream for each running pod of it in
+    this process (from the pod's cursor as ``job`` holds it); the names of the pods whose stream is
+    connected (the poll need not read them)."""
     if not _enabled or not getattr(settings, "TRAINING_LOG_FOLLOW", True):
         return set()
     covered = set()
@@ -157,6 +233,11 @@ def follow_pods(job, pods: list[dict]) -> set[str]:
     cursors = job.log_cursors or {}
     with _lock:
         writer = _the_writer()
+        pod_watch = _watches.get(str(job.pk))
+        if pod_watch is None or not pod_watch.current():
+            pod_watch = _watches[str(job.pk)] = PodWatch(job)
+            pod_watch.start()
+        pod_watch.renewed = now
         for pod in pods:
             if pod.get("phase") != "Running":
                 continue
