@@ -6,8 +6,8 @@ It runs on the Ray cluster, not in the submitter pod: the submitter only tails i
 too); its env is the head container's plus `runtimeEnvYAML`'s env_vars. The Ray job status (what the
 dashboard answers KubeRay) is PENDING → RUNNING → SUCCEEDED / FAILED, with Ray's messages.
 
-RayJob sim entry: `driver = {"status", "message", "log": [[ts, line]], "proc": runner state,
-"start_ms", "end_ms"}`.
+RayJob sim entry: `driver = {"status", "message", "log": [[ts, line]] (the newest MAX_DRIVER_LINES),
+"dropped": lines trimmed from the log's front, "proc": runner state, "start_ms", "end_ms"}`.
 """
 
 from __future__ import annotations
@@ -111,7 +111,8 @@ def advance(c: Cluster, ctx: Ctx, rj: Obj, head_alive: bool) -> None:
 
     def emit(line: str, t: float) -> None:
         log.append([rfc3339(t), line])
-        if len(log) > MAX_DRIVER_LINES:
+        if len(log) > MAX_DRIVER_LINES:  # the oldest lines go; `dropped` keeps positions in it absolute
+            driver["dropped"] = int(driver.get("dropped", 0)) + len(log) - MAX_DRIVER_LINES
             del log[: len(log) - MAX_DRIVER_LINES]
 
     if not head_alive:

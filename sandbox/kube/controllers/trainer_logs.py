@@ -173,13 +173,13 @@ def _tail_driver(c: Cluster, pod: Obj, s: dict[str, Any]) -> int | None:
     job_uid = str((s.get("ctx") or {}).get("rayjob_uid", ""))
     driver = (c.sim.get(job_uid) or {}).get("driver") or {}
     lines = driver.get("log") or []
-    pos = int(s.get("tail", 0))
+    dropped = int(driver.get("dropped", 0))  # `tail` counts from the driver's first line, trimmed or not
     containers = (pod.get("spec") or {}).get("containers") or []
     if not containers:
         return None
-    for ts, line in lines[pos:]:
+    for ts, line in lines[max(int(s.get("tail", 0)) - dropped, 0) :]:
         c.append_log(pod, containers[0]["name"], line, ts)
-    s["tail"] = len(lines)
+    s["tail"] = dropped + len(lines)
     if driver.get("status") in ("SUCCEEDED", "FAILED", "STOPPED"):
         return 0
     return None

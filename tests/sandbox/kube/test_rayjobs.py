@@ -57,6 +57,24 @@ def test_verl_rayjob_runs_on_head_and_workers_and_completes(ray: Kube) -> None:
     assert kube.batch.read_namespaced_job("grpo", "default").status.succeeded == 1
 
 
+def test_the_submitter_keeps_following_a_driver_log_longer_than_the_driver_keeps(
+    ray: Kube, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The driver keeps only its newest lines: the submitter, which copies them as they come, still
+    # gets every step and the end (it used to stop copying once the driver's log was full).
+    from sandbox.kube.controllers import ray_driver
+
+    monkeypatch.setattr(ray_driver, "MAX_DRIVER_LINES", 3)
+    kube = ray
+    kube.custom.create_namespaced_custom_object(*RJ[:3], "rayjobs", rayjob("long"))
+    st = wait_for(lambda: (s := _status(kube, "long")).get("jobDeploymentStatus") == "Complete" and s, timeout=30)
+    assert st["jobStatus"] == "SUCCEEDED"
+    submitter = kube.core.list_namespaced_pod("default", label_selector="job-name=long").items[0]
+    log = kube.core.read_namespaced_pod_log(submitter.metadata.name, "default").splitlines()
+    assert len([line for line in log if " step:" in line and "actor/pg_loss" in line]) == 12
+    assert "Final validation metrics" in log[-1]
+
+
 def test_a_failing_entrypoint_fails_the_rayjob_instead_of_leaving_it_running(ray: Kube) -> None:
     kube = ray
     manifest = rayjob("broken", annotations={"sandbox.instantstart.io/exit-code": "1"})
