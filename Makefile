@@ -20,12 +20,18 @@ run: install
 	$(PY) -m instantstart.standalone --port $(PORT)
 
 ## test: the whole suite on PostgreSQL + Redis at 127.0.0.1 (pytest exits non-zero when no test ran).
-## The sandbox's own tests run in a second process: moto keeps one world per process, and the
-## product's tests share one sandbox for their whole run.
+## The sandbox's own tests run apart: moto keeps one world per process, and the product's tests
+## share one sandbox for their whole run. Each run is TEST_PROCESSES processes (pytest-xdist; 0: one):
+## the tests mostly wait for workers and the sandbox's clock (one process used half a core here).
+## A test file stays in one process, so its tests still share their sandbox cluster. The fuzz test
+## runs in one process: Schemathesis gives every operation's test one node id, and xdist ran 1 of 74.
+TEST_PROCESSES ?= 2
+XDIST = -n $(TEST_PROCESSES) --dist loadfile --durations=15
 test: install
 	@status=0; \
-	$(PY) -m pytest --ignore=tests/sandbox $(PYTEST_ARGS) || status=1; \
-	$(PY) -m pytest tests/sandbox $(PYTEST_ARGS) || status=1; \
+	$(PY) -m pytest $(XDIST) --ignore=tests/sandbox --ignore=tests/hardening/test_fuzz.py $(PYTEST_ARGS) || status=1; \
+	$(PY) -m pytest tests/hardening/test_fuzz.py $(PYTEST_ARGS) || status=1; \
+	$(PY) -m pytest $(XDIST) tests/sandbox $(PYTEST_ARGS) || status=1; \
 	exit $$status
 
 ## skills: generate .claude/skills/ from .kiro/skills/ (the one source of the agent skills)

@@ -57,13 +57,22 @@ def test_add_a_group_scale_it_inline_and_see_its_nodes(
     panel = page.locator("#operation-panel")
     expect(page.locator(".panel-caption")).to_contain_text("Add instance group")
     page.evaluate("window.__sameDocument = true")  # gone if anything reloaded the page
+    page.evaluate(
+        "window.__reloads = 0;document.body.addEventListener('cluster-settled', () => { window.__reloads += 1; })"
+    )
+    # Typing in the form while the operation runs: its end reloads the tab, and what was typed stays.
+    page.fill("#id_group_name", "half-typed")
+    page.evaluate("document.querySelector('#id_group_name').dataset.before = 'reload'")
     expect(panel).to_have_attribute("data-status", "succeeded", timeout=60_000)
     row = page.locator("#group-extra")
     expect(row).to_contain_text("InService", timeout=15_000)  # the table followed the operation
     expect(page.locator("#groups-table")).to_have_attribute("data-busy", "false")
-    # The operation's last poll reloads the tab (cluster-settled): typing before that reload ends
-    # would be typing into a row about to be replaced.
-    wait_idle(page)
+    page.wait_for_function("() => window.__reloads > 0")
+    wait_idle(page)  # the tab's reload is in
+    expect(page.locator("#id_group_name")).to_have_value("half-typed")
+    expect(page.locator("#id_group_name")).to_be_focused()
+    expect(page.locator("#id_group_name")).not_to_have_attribute("data-before", "reload")  # a new field
+    page.fill("#id_group_name", "")
 
     # Scale 1 → 2 inline: the scale operation's panel takes the page's slot, the row follows it.
     row.locator("input[name=count]").fill("2")

@@ -21,6 +21,10 @@ EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "8"))
 
 pytestmark = [pytest.mark.fuzz, pytest.mark.usefixtures("sandbox", "no_enqueue")]
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Every operation's test has the one node id below, and xdist runs one of them (1 of 74, measured).
+    pytest.skip("run in one process (without -n), as `make test` and `make fuzz` do", allow_module_level=True)
+
 
 def _openapi() -> dict:
     """The document /api/v1/schema/ serves (read without a request: no database at collection)."""

@@ -48,6 +48,7 @@ _streams: dict[tuple[str, str], PodStream] = {}
 _watches: dict[str, PodWatch] = {}
 _writer: Writer | None = None
 QUIET_SECONDS = 1.0
+WATCH_RETRY_SECONDS = 5.0  # a pod watch that failed is not opened again sooner (the polls go on)
 
 
 def enable() -> None:
@@ -174,21 +175,28 @@ class PodWatch(threading.Thread):
         self.pid = os.getpid()
         self.renewed = time.monotonic()
         self.stopping = False
+        self.retry_after = 0.0  # set when it failed: follow_pods opens no other before then
 
     def current(self) -> bool:
         alive = self.pid == os.getpid() and self.is_alive() and not self.stopping
         return alive and time.monotonic() - self.renewed < _idle()
 
+    def replaceable(self, now: float) -> bool:
+        return not self.current() and now >= self.retry_after
+
     def run(self) -> None:
         try:
             while self.current():
+                opened = time.monotonic()
                 self._watch()
+                time.sleep(max(0.0, 1.0 - (time.monotonic() - opened)))  # a server that ends watches at once
         except Exception as exc:  # noqa: BLE001 - the polls still start the streams
             log.info("the pod watch of job %s ended: %s", self.job_id, exc)
+            self.retry_after = time.monotonic() + WATCH_RETRY_SECONDS
         finally:
             self.stopping = True
             with _lock:
-                if _watches.get(str(self.job_id)) is self:
+                if _watches.get(str(self.job_id)) is self and not self.retry_after:
                     del _watches[str(self.job_id)]
             connection.close()  # the cursors read for the streams it started
 
@@ -234,7 +242,7 @@ def follow_pods(job, pods: list[dict]) -> set[str]:
     with _lock:
         writer = _the_writer()
         pod_watch = _watches.get(str(job.pk))
-        if pod_watch is None or not pod_watch.current():
+        if pod_watch is None or pod_watch.replaceable(now):
             pod_watch = _watches[str(job.pk)] = PodWatch(job)
             pod_watch.start()
         pod_watch.renewed = now
