@@ -8,9 +8,9 @@ web server does not share a GIL with the cluster or the browsers, which in one p
 thread switching into every number). Prints:
 
   raw read         lines/s of one GET of the pod log (what `kubectl logs` reads), after the job ended
-                   (the median of 5; the first one's rate printed too)
+                   (the median of 15; the first one's rate printed too)
   socket replay    lines/s of one socket from after=0 to its end message (the same lines, from the rows;
-                   connect and auth included; the median of 5, and the first)
+                   connect and auth included; the median of 15, and the first)
   ratio            socket replay / raw read (goal >= 0.5)
   latency p50/p99  for every line every live viewer received: receive time - the line's kubelet timestamp
                    (the moment the program printed it), through the collector (the worker follows the
@@ -72,7 +72,7 @@ from bench.common import (  # noqa: E402
 
 DB = "instantstart_bench_training_logs"
 SPEEDUP = 1000.0
-REPEATS = 5
+REPEATS = 15
 
 
 def _wait(predicate, timeout: float, what: str):

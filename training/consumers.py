@@ -198,10 +198,13 @@ class JobTail:
         # Set once the job has ended and every line it stored has been read (checked when a poll finds none).
         self.ended = False
         self.status = ""
+        self.revived = False  # an ended job's kept tail, watched again: its end is read again
 
     @classmethod
     def of(cls, job_id: str) -> JobTail:
-        tail = cls.tails.get(job_id) or cls.kept.pop(job_id, None)
+        tail = cls.tails.get(job_id)
+        if tail is None and (tail := cls.kept.pop(job_id, None)) is not None:
+            tail.revived = True
         if tail is None:
             tail = cls(job_id)
         cls.tails[job_id] = tail
@@ -260,11 +263,19 @@ class JobTail:
         try:
             # Sockets catch up on older lines from the history or the rows. A job shown as ended has
             # stored every line (the collector's last read comes first), so a replay of it ends
-            # without waiting for a poll.
+            # without waiting for a poll. A kept tail's sockets start on its lines at once, while its
+            # end is read again (no socket sends the end before that): any line stored since comes
+            # in the loop's first batch.
+            revived, self.revived = self.revived, False
+            if revived:
+                self.ended = False
+                self.ready.set()
             self.status, last = await _job_status(self.job_id)
-            if last != self.last:  # a tail started anew (or kept) whose history no longer reaches `last`
+            if last < self.last or (last != self.last and not revived):  # a new tail starts at the end
                 self.history, self.base, self.last = [], last, last
-            self.ended = self.ended or self.status in JobStatus.terminal()
+            self.ended = self.status in JobStatus.terminal() and last <= self.last
+            if self.ended and revived:
+                self._hand(Batch())  # wakes the sockets that caught up to send their end message
             self.ready.set()
             while self.queues:
                 lines = await _tail_lines_after(self.job_id, self.last)

@@ -13,6 +13,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
+from tests.support import wait_until
 from training import consumers
 
 from .helpers import read_socket, rest_lines, upload, wait_for_job
@@ -254,3 +255,24 @@ def test_viewers_further_back_than_the_history_read_the_rows_themselves(
     url, auth = f"{asgi.ws}/ws/jobs/{job.pk}/logs/", {"Authorization": f"Bearer {admin_token}"}
     assert _viewers(url, auth, [0, 0, 280]) == [list(range(1, 301)), list(range(1, 301)), list(range(281, 301))]
     assert sorted(after for after, _ in row_reads if after < 300).count(0) == 2  # too far back: each reads
+
+
+def test_a_replay_of_a_kept_tail_reads_the_lines_stored_since_it_ended_and_only_those(
+    asgi, team, admin_token, row_reads
+):
+    """An ended job whose tail was kept, and rows stored after that (a cancelled job's streams can store
+    the last lines its pods printed after it showed its end): a replay gets every line and then the end,
+    and reads only the new rows."""
+    from training.models import Job, LogLine
+
+    job = _finished_job(team, 300)
+    url, auth = f"{asgi.ws}/ws/jobs/{job.pk}/logs/", {"Authorization": f"Bearer {admin_token}"}
+    assert _viewers(url, auth, [0]) == [list(range(1, 301))]
+    wait_until(lambda: str(job.pk) in consumers.JobTail.kept, timeout=10, message="the ended job's tail kept")
+    LogLine.objects.bulk_create(LogLine(job=job, seq=seq, pod="done-pod-0", text=f"late {seq}") for seq in (301, 302))
+    Job.objects.filter(pk=job.pk).update(last_seq=302)
+    row_reads.clear()
+    lines, end = read_socket(f"{url}?after=0", auth, timeout=30)
+    assert [line["seq"] for line in lines] == list(range(1, 303)) and lines[-1]["text"] == "late 302"
+    assert end == {"status": "succeeded", "next": 302}
+    assert [after for after, _ in row_reads if after < 300] == []
