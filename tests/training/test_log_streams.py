@@ -26,11 +26,12 @@ def worker(start_worker, request):
     return start_worker(pool="threads", concurrency=4, TRAINING_LOG_POLL_SECONDS=str(poll))
 
 
-def test_lines_are_stored_between_polls_and_match_the_pod_logs(cluster, admin_api, settings):
+def _submit(admin_api, cluster, settings, name: str) -> str:
+    """A two-node PyTorch job of 300 steps over 12,000 simulated seconds (12 s here): its id."""
     settings.TRAINING_POD_ANNOTATIONS = {"sandbox.instantstart.io/run-seconds": "12000"}
     upload(admin_api, cluster, "scripts/train.py", b"print('train')\n")
     body = {
-        "name": "streamed",
+        "name": name,
         "recipe": "pytorch",
         "instance_group": "gpu",
         "nodes": 2,
@@ -40,7 +41,11 @@ def test_lines_are_stored_between_polls_and_match_the_pod_logs(cluster, admin_ap
     }
     answer = admin_api.post(f"/api/v1/clusters/{cluster.pk}/jobs/", body, format="json")
     assert answer.status_code == 202, answer.json()
-    job_id = answer.json()["job"]["id"]
+    return answer.json()["job"]["id"]
+
+
+def test_lines_are_stored_between_polls_and_match_the_pod_logs(cluster, admin_api, settings):
+    job_id = _submit(admin_api, cluster, settings, "streamed")
 
     def stored() -> int:
         return Job.objects.filter(pk=job_id).values_list("last_seq", flat=True).get()
@@ -65,20 +70,7 @@ def test_lines_are_stored_between_polls_and_match_the_pod_logs(cluster, admin_ap
 def test_a_pod_is_followed_from_the_moment_it_runs_not_from_the_next_poll(cluster, admin_api, settings):
     # The running phase polls first as the job is applied, before any of its pods runs, and then not for
     # LONG_POLL seconds: the worker's watch on the job's pods starts each pod's stream when it runs.
-    settings.TRAINING_POD_ANNOTATIONS = {"sandbox.instantstart.io/run-seconds": "12000"}
-    upload(admin_api, cluster, "scripts/train.py", b"print('train')\n")
-    body = {
-        "name": "watched",
-        "recipe": "pytorch",
-        "instance_group": "gpu",
-        "nodes": 2,
-        "script": "/s3/scripts/train.py",
-        "args": ["--max_steps", "300"],
-        "hang_detection": [],
-    }
-    answer = admin_api.post(f"/api/v1/clusters/{cluster.pk}/jobs/", body, format="json")
-    assert answer.status_code == 202, answer.json()
-    job_id = answer.json()["job"]["id"]
+    job_id = _submit(admin_api, cluster, settings, "watched")
 
     def pods_stored() -> set[str]:
         return set(Job.objects.get(pk=job_id).log_cursors)
