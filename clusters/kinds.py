@@ -7,6 +7,7 @@ from features.steps import teardown as teardown_features
 from instantstart.operations.models import Operation, OperationStatus
 from instantstart.operations.registry import OperationKind, Step, register
 from instantstart.tenancy.roles import Role
+from training.steps import teardown as teardown_training
 
 from .models import Cluster, ClusterStatus, InstanceGroup, InstanceGroupStatus, Storage, StorageStatus
 from .steps import (
@@ -79,6 +80,7 @@ CLUSTER_DELETE = register(
             Step("hyperpod", teardown.hyperpod, title="Delete the HyperPod cluster"),
             Step("eks", teardown.eks, title="Delete the EKS control plane"),
             Step("features", teardown_features.run, title="Delete the features' roles"),
+            Step("training", teardown_training.run, title="Delete the MLflow server and training pods' role"),
             Step("identity", teardown.identity, title="Delete roles and lifecycle scripts"),
             Step("network", teardown.network, title="Delete the network"),
         ),

@@ -20,6 +20,7 @@ PLURAL = {JobKind.HYPERPOD: "hyperpodpytorchjobs", JobKind.RAY: "rayjobs"}
 GROUP_VERSION = {JobKind.HYPERPOD: ("sagemaker.amazonaws.com", "v1"), JobKind.RAY: ("ray.io", "v1")}
 JOB_ID_LABEL = "instantstart.io/job-id"
 LAUNCHER_PORT = 8080  # the HyperPod elastic agent's server
+POD_SERVICE_ACCOUNT = "instantstart-training"  # what a job's pods run as when they log to MLflow
 
 
 def labels(job: Job) -> dict[str, str]:
@@ -65,6 +66,12 @@ def _env(job: Job, spec: dict, extra: dict[str, str]) -> list[dict]:
         )
     env.update(spec.get("env") or {})
     return [{"name": key, "value": str(value)} for key, value in env.items()]
+
+
+def _identity(spec: dict) -> dict:
+    """The pods of a job that logs to MLflow run as the ServiceAccount its pod identity is bound to
+    (steps/identity.py); the others as the namespace's default."""
+    return {"serviceAccountName": POD_SERVICE_ACCOUNT} if spec.get("mlflow") and spec.get("mlflow_tracking_uri") else {}
 
 
 def _volumes(job: Job, spec: dict) -> tuple[list[dict], list[dict]]:
@@ -143,6 +150,7 @@ def hyperpod_job(job: Job, spec: dict) -> dict:
     template = {
         "metadata": {"labels": labels(job), **({"annotations": a} if (a := _pod_annotations()) else {})},
         "spec": {
+            **_identity(spec),
             "nodeSelector": _node_selector(spec),
             "containers": [container],
             "volumes": volumes,
@@ -218,6 +226,7 @@ def ray_job(job: Job, spec: dict) -> dict:
         return {
             "metadata": {"labels": labels(job), **({"annotations": annotations} if annotations else {})},
             "spec": {
+                **_identity(spec),
                 "nodeSelector": _node_selector(spec),
                 "containers": [
                     {

@@ -8,6 +8,7 @@ from instantstart.operations.context import StepContext
 from instantstart.operations.results import Done
 
 from ..catalog import CATALOG, role_name
+from .identity import remove_role
 
 
 def run(ctx: StepContext):
@@ -18,14 +19,6 @@ def run(ctx: StepContext):
         if f.identity is None:
             continue
         name = role_name(cluster, f)
-        try:
-            iam.get_role(RoleName=name)
-        except iam.exceptions.NoSuchEntityException:
-            continue
-        for policy in iam.list_role_policies(RoleName=name)["PolicyNames"]:
-            iam.delete_role_policy(RoleName=name, PolicyName=policy)
-        for attached in iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"]:
-            iam.detach_role_policy(RoleName=name, PolicyArn=attached["PolicyArn"])
-        iam.delete_role(RoleName=name)
-        removed.append(name)
+        if remove_role(iam, name):
+            removed.append(name)
     return Done(f"feature roles deleted: {', '.join(removed)}" if removed else "no feature roles")

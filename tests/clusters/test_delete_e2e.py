@@ -64,7 +64,35 @@ def tagged_leftovers(team, cluster_id: str) -> dict[str, list]:
         if {"Key": "instantstart:cluster-id", "Value": cluster_id} in tags:
             buckets.append(bucket["Name"])
     left["buckets"] = buckets
+    left["mlflow"] = [
+        t["TrackingServerName"]
+        for t in sagemaker.list_mlflow_tracking_servers()["TrackingServerSummaries"]
+        if t.get("TrackingServerStatus") != "Deleted"
+        and {"Key": "instantstart:cluster-id", "Value": cluster_id}
+        in sagemaker.list_tags(ResourceArn=t["TrackingServerArn"]).get("Tags", [])
+    ]
     return {kind: items for kind, items in left.items() if items}
+
+
+def _job_made(team, cluster) -> list[str]:
+    """The MLflow tracking server and the training pods' role a job with MLflow on makes (as its apply
+    phase names and tags them); their names."""
+    from clusters.steps.base import aws_tags
+    from features.steps.identity import trust_policy
+    from training.readers.mlflow import tracking_server_name
+    from training.steps.identity import role_name
+
+    cloud = team_cloud(team, "us-west-2")
+    server = tracking_server_name(cluster)
+    cloud.client("sagemaker").create_mlflow_tracking_server(
+        TrackingServerName=server,
+        ArtifactStoreUri="s3://somewhere/mlflow",
+        RoleArn=cluster.identity.get("execution_role_arn", ""),
+        Tags=aws_tags(cluster),
+    )
+    trust = trust_policy(("pods.eks.amazonaws.com",))
+    cloud.client("iam").create_role(RoleName=role_name(cluster), AssumeRolePolicyDocument=trust, Tags=aws_tags(cluster))
+    return [server, role_name(cluster)]
 
 
 def test_delete_tears_down_everything_and_only_its_own(admin_api, team, start_worker, sandbox):
@@ -79,11 +107,22 @@ def test_delete_tears_down_everything_and_only_its_own(admin_api, team, start_wo
     # Two clusters in one account: each has its own network, NAT gateway included.
     assert creates_in(sandbox_calls(sandbox, team.sandbox_account_id))["ec2:CreateNatGateway"] == 2
     assert set(kept_before["nat_gateways"]).isdisjoint(tagged_leftovers(team, cluster_id)["nat_gateways"])
+    # What its first job with MLflow on made: the tracking server and the role the pods log with.
+    made = _job_made(team, Cluster.objects.get(pk=cluster_id))
+    assert set(made) <= {*tagged_leftovers(team, cluster_id)["mlflow"], *tagged_leftovers(team, cluster_id)["roles"]}
 
     response = admin_api.delete(f"/api/v1/clusters/{cluster_id}/")
     assert response.status_code == 202
     operation = response.json()["operation"]
-    assert [p["name"] for p in operation["phases"]] == ["storage", "hyperpod", "eks", "features", "identity", "network"]
+    assert [p["name"] for p in operation["phases"]] == [
+        "storage",
+        "hyperpod",
+        "eks",
+        "features",
+        "training",
+        "identity",
+        "network",
+    ]
     wait_for_operation(operation["id"])
     assert tagged_leftovers(team, cluster_id) == {}
     assert tagged_leftovers(team, keeper_id) == kept_before  # the other cluster is untouched

@@ -52,6 +52,8 @@ def test_pytorch_job_runs_to_succeeded_with_logs(cluster, admin_api):
     )
     assert metrics["metrics"]["loss"][0]["step"] >= 0
     assert Job.objects.get(pk=job["id"]).status == "succeeded"
+    # The pods logged to MLflow as the ServiceAccount bound to a role that reaches the tracking server.
+    _assert_pods_log_to_mlflow_with_their_own_identity(cluster, job, done)
     # Resubmit: the same request again, validated again, as a new job; the old one and its logs stay.
     again = admin_api.post(f"/api/v1/clusters/{cluster.pk}/jobs/{job['id']}/resubmit/")
     assert again.status_code == 202, again.json()
@@ -98,3 +100,42 @@ def test_llama_factory_ms_swift_and_verl_run_to_succeeded(cluster, admin_api):
         texts = "\n".join(line["text"] for line in lines)
         marker = {"llama_factory": "'loss'", "ms_swift": "'loss'", "verl": "step:"}[recipe]
         assert marker in texts, (recipe, texts[-2000:])
+
+
+def _assert_pods_log_to_mlflow_with_their_own_identity(cluster, job: dict, done: dict) -> None:
+    import json
+
+    from kubernetes import client as k8s
+
+    from instantstart.cloud.aws import team_cloud
+    from training.readers.mlflow import tracking_server_arn
+
+    from .helpers import kube
+
+    core = k8s.CoreV1Api(kube(cluster))
+    assert (
+        job["manifest"]["spec"]["replicaSpecs"][0]["template"]["spec"]["serviceAccountName"] == "instantstart-training"
+    )
+    pods = [core.read_namespaced_pod(p["name"], job["namespace"]) for p in done["pods"]]
+    assert {pod.spec.service_account_name for pod in pods} == {"instantstart-training"}
+    account = core.read_namespaced_service_account("instantstart-training", job["namespace"])
+    assert account.metadata.labels["app.kubernetes.io/managed-by"] == "instantstart"
+    cloud = team_cloud(cluster.team, cluster.region)
+    eks = cloud.client("eks")
+    (association,) = eks.list_pod_identity_associations(
+        clusterName=cluster.eks_cluster_name, namespace=job["namespace"], serviceAccount="instantstart-training"
+    )["associations"]
+    role_arn = eks.describe_pod_identity_association(
+        clusterName=cluster.eks_cluster_name, associationId=association["associationId"]
+    )["association"]["roleArn"]
+    role = role_arn.rsplit("/", 1)[-1]
+    assert role == f"{cluster.resource_prefix}-training-pods"
+    iam = cloud.client("iam")
+    trust = iam.get_role(RoleName=role)["Role"]["AssumeRolePolicyDocument"]
+    trust = json.loads(trust) if isinstance(trust, str) else trust
+    assert trust["Statement"][0]["Principal"] == {"Service": ["pods.eks.amazonaws.com"]}
+    policy = iam.get_role_policy(RoleName=role, PolicyName="InstantStartTrainingPods")["PolicyDocument"]
+    policy = json.loads(policy) if isinstance(policy, str) else policy
+    reach = {statement["Sid"]: statement for statement in policy["Statement"]}
+    assert reach["TrackingServer"]["Action"] == ["sagemaker-mlflow:*"]
+    assert reach["TrackingServer"]["Resource"] == tracking_server_arn(cluster)

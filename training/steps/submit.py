@@ -1,4 +1,5 @@
-"""`job.submit`: validate (feature, schema) → apply (MLflow server, config, the job) → running (follow).
+"""`job.submit`: validate (feature, schema) → apply (MLflow server and the pods' identity, config, the job)
+→ running (follow).
 
 The running phase is the job's one reader: every poll reads the custom object, its pods and events, and
 the log of each pod that has no followed stream (log_streams.py) from where its stored lines stop,
@@ -25,6 +26,7 @@ from ..readers.logs import read_pod_log
 from ..readers.schema import crd_schema, schema_errors
 from ..recipes import FEATURE
 from . import log_streams
+from .identity import ensure_pod_identity
 from .log_store import Numberer, since_of, store
 
 
@@ -93,6 +95,7 @@ def apply(ctx: StepContext):
         waiting = _ensure_tracking_server(ctx, job)
         if waiting is not None:
             return waiting
+        ensure_pod_identity(ctx, job)  # before the pods that run as its ServiceAccount
     api = kube(job.cluster)
     if (cm := config_map(job, job.spec)) is not None:
         core = k8s.CoreV1Api(api)
