@@ -90,8 +90,11 @@ SERVICE_LINKED_ROLES = {("eks", "CreateCluster"): "eks.amazonaws.com", ("fsx", "
 # The services InstantStart hands its roles to (the iam:PassedToService condition).
 PASSED_TO = {
     ("eks", "CreateCluster"): "eks.amazonaws.com",
+    # A pod identity association hands its role to EKS Pod Identity (the principal the role trusts).
+    ("eks", "CreatePodIdentityAssociation"): "pods.eks.amazonaws.com",
     ("sagemaker", "CreateCluster"): "sagemaker.amazonaws.com",
     ("sagemaker", "UpdateCluster"): "sagemaker.amazonaws.com",
+    ("sagemaker", "CreateMlflowTrackingServer"): "sagemaker.amazonaws.com",  # its RoleArn
 }
 
 # The AWS-managed policies named in the product's code are the ones it attaches to the roles it

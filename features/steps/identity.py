@@ -18,19 +18,15 @@ from ..catalog import FEATURE_LABEL, Feature, association_target, feature_tags, 
 POLICY_NAME = "InstantStartFeature"
 
 
-def trust_policy(principals) -> str:
-    return json.dumps(
-        {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Effect": "Allow",
-                    "Principal": {"Service": list(principals)},
-                    "Action": ["sts:AssumeRole", "sts:TagSession"],
-                }
-            ],
-        }
-    )
+def trust_policy(principals, conditions: dict | None = None) -> str:
+    statement = {
+        "Effect": "Allow",
+        "Principal": {"Service": list(principals)},
+        "Action": ["sts:AssumeRole", "sts:TagSession"],
+    }
+    if conditions:
+        statement["Condition"] = conditions
+    return json.dumps({"Version": "2012-10-17", "Statement": [statement]})
 
 
 def policy_document(f: Feature) -> str:
@@ -72,6 +68,7 @@ class Chain:
     service_account: str = ""
     labels: dict[str, str] | None = None
     policy_name: str = POLICY_NAME
+    conditions: dict | None = None  # on the trust statement (e.g. the session tags EKS Pod Identity sets)
 
 
 def ensure_chain(ctx: StepContext, cluster, cloud, chain: Chain) -> str:
@@ -84,7 +81,7 @@ def ensure_chain(ctx: StepContext, cluster, cloud, chain: Chain) -> str:
         lambda: _find_role(iam, chain.role),
         lambda: iam.create_role(
             RoleName=chain.role,
-            AssumeRolePolicyDocument=trust_policy(chain.principals),
+            AssumeRolePolicyDocument=trust_policy(chain.principals, chain.conditions),
             Description=chain.description,
             Tags=[{"Key": k, "Value": v} for k, v in chain.tags.items()],
         )["Role"]["Arn"],

@@ -134,6 +134,11 @@ def _assert_pods_log_to_mlflow_with_their_own_identity(cluster, job: dict, done:
     trust = iam.get_role(RoleName=role)["Role"]["AssumeRolePolicyDocument"]
     trust = json.loads(trust) if isinstance(trust, str) else trust
     assert trust["Statement"][0]["Principal"] == {"Service": ["pods.eks.amazonaws.com"]}
+    assert trust["Statement"][0]["Condition"]["StringEquals"] == {
+        "aws:RequestTag/eks-cluster-name": cluster.eks_cluster_name,
+        "aws:RequestTag/kubernetes-namespace": job["namespace"],
+        "aws:RequestTag/kubernetes-service-account": "instantstart-training",
+    }
     policy = iam.get_role_policy(RoleName=role, PolicyName="InstantStartTrainingPods")["PolicyDocument"]
     policy = json.loads(policy) if isinstance(policy, str) else policy
     reach = {statement["Sid"]: statement for statement in policy["Statement"]}

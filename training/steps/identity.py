@@ -58,5 +58,14 @@ def ensure_pod_identity(ctx: StepContext, job: Job) -> str:
         service_account=POD_SERVICE_ACCOUNT,
         labels={"app.kubernetes.io/managed-by": "instantstart", "instantstart.io/purpose": "training-pods"},
         policy_name=POLICY_NAME,
+        # Only this cluster's pods that run as the ServiceAccount in the team namespace get the role
+        # (the session tags EKS Pod Identity sets when it assumes it).
+        conditions={
+            "StringEquals": {
+                "aws:RequestTag/eks-cluster-name": cluster.eks_cluster_name,
+                "aws:RequestTag/kubernetes-namespace": job.namespace,
+                "aws:RequestTag/kubernetes-service-account": POD_SERVICE_ACCOUNT,
+            }
+        },
     )
     return ensure_chain(ctx, cluster, team_cloud(cluster.team, cluster.region), chain)
