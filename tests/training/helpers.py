@@ -6,26 +6,11 @@ from kubernetes.dynamic import DynamicClient
 
 from instantstart.cloud.aws import team_cloud
 from instantstart.cloud.kube import api_client
-from instantstart.operations.models import Operation
+from tests.clusters.helpers import wait_for_operation  # noqa: F401 - the training tests wait with it too
 from tests.support import wait_until
 
 GROUP = {"name": "gpu", "instance_type": "ml.g5.12xlarge", "count": 2}
 CLUSTER_BODY = {"name": "train", "region": "us-west-2", "availability_zone": "us-west-2a", "instance_groups": [GROUP]}
-
-
-def wait_for_operation(operation_id: str, statuses=("succeeded",), timeout: float = 120) -> Operation:
-    def done():
-        op = Operation.objects.get(pk=operation_id)
-        return op if op.is_terminal else None
-
-    op = wait_until(done, timeout=timeout, interval=0.2, message=f"operation {operation_id} to end")
-    assert op.status in statuses, (
-        op.status,
-        op.error_code,
-        op.error_message,
-        [(p.name, p.status, p.message) for p in op.phases.all()],
-    )
-    return op
 
 
 def kube(cluster):
