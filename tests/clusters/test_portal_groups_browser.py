@@ -88,6 +88,15 @@ def test_add_a_group_scale_it_inline_and_see_its_nodes(
     swapped(page, lambda: page.locator("#group-extra button:has-text('Scale')").click())
     expect(page.locator("#groups-flash")).to_contain_text("Already at 2 — nothing to change.")
     assert page.evaluate("window.__sameDocument === true")  # htmx swapped the pieces, no reload
+    # A count selected to be typed over, the tab reloaded just then (an operation's end), then the key:
+    # it never lands after the old value ("2" + "3" = 23 nodes); a number field has no selection to
+    # carry over, so its focus stays behind and the new field shows the server's count.
+    count = page.locator("#group-extra input[name=count]")
+    count.focus()
+    count.evaluate("field => field.select()")
+    swapped(page, lambda: page.evaluate("htmx.trigger(document.body, 'cluster-settled')"))
+    page.keyboard.insert_text("3")
+    expect(page.locator("#group-extra input[name=count]")).to_have_value("2")
     screenshot(page, "cluster-groups.png", tmp_path)
 
     # The nodes tab lists the group's two nodes, healthy; a diagnosis reads and suggests nothing.

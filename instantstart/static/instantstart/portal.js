@@ -14,7 +14,9 @@ document.addEventListener("click", (event) => {
 // may be editing (a group's count, the add-group form). The fields they changed and have not sent, and
 // the one with the focus, get their values, focus and caret back in the new content (the same field of
 // the same form); untouched fields show what the server sent. A swap they asked for (a submit, a click)
-// shows the server's answer as it is.
+// shows the server's answer as it is. The focus comes back only with its caret or selection: a number
+// field has no selection to read, and focused again without it, a selected "2" that the next key was to
+// replace would become "22".
 const FIELDS = "input:not([type=hidden]):not([type=submit]):not([type=button]), select, textarea";
 const CHOOSES = new Set(["checkbox", "radio"]);
 
@@ -42,14 +44,17 @@ document.addEventListener("htmx:beforeSwap", (event) => {
   const focused = document.activeElement;
   const kept = [...event.detail.target.querySelectorAll(FIELDS)]
     .filter((field) => field === focused || changed(field))
-    .map((field) => ({
-      key: fieldKey(field),
-      value: field.value,
-      checked: field.checked,
-      selected: field.tagName === "SELECT" ? [...field.selectedOptions].map((o) => o.value) : null,
-      focused: field === focused,
-      caret: field === focused && typeof field.selectionStart === "number" ? [field.selectionStart, field.selectionEnd] : null,
-    }));
+    .map((field) => {
+      const caret = field === focused && typeof field.selectionStart === "number";
+      return {
+        key: fieldKey(field),
+        changed: changed(field), // an untouched one, only focused, shows the server's value
+        value: field.value,
+        checked: field.checked,
+        selected: field.tagName === "SELECT" ? [...field.selectedOptions].map((o) => o.value) : null,
+        caret: caret ? [field.selectionStart, field.selectionEnd] : null,
+      };
+    });
   if (kept.length) edits.set(event.detail.xhr, kept);
 });
 
@@ -61,12 +66,14 @@ document.addEventListener("htmx:afterSwap", (event) => {
   for (const edit of kept) {
     const field = fields.get(edit.key);
     if (!field) continue;
-    if (CHOOSES.has(field.type)) field.checked = edit.checked;
-    else if (edit.selected) for (const option of field.options) option.selected = edit.selected.includes(option.value);
-    else field.value = edit.value;
-    if (edit.focused) {
+    if (edit.changed) {
+      if (CHOOSES.has(field.type)) field.checked = edit.checked;
+      else if (edit.selected) for (const option of field.options) option.selected = edit.selected.includes(option.value);
+      else field.value = edit.value;
+    }
+    if (edit.caret) {
       field.focus();
-      if (edit.caret) field.setSelectionRange(...edit.caret);
+      field.setSelectionRange(...edit.caret);
     }
   }
 });
