@@ -13,6 +13,7 @@ from instantstart.errors import StateConflict, cloud_read
 
 from ..models import Job
 
+ARTIFACTS = "mlflow"  # the tracking server's artifact store: s3://<the shared bucket>/mlflow
 READY = {"Created", "Updated", "Started", "MaintenanceComplete"}
 FAILED = {"CreateFailed", "UpdateFailed", "StartFailed", "Stopped", "Stopping", "DeleteFailed", "Deleting"}
 # What the charts call loss and throughput, per recipe's own metric keys (the first present wins).

@@ -17,10 +17,9 @@ from instantstart.operations.context import StepContext
 from ..manifests import POD_SERVICE_ACCOUNT
 from ..models import Job
 from ..readers.files import shared_bucket
-from ..readers.mlflow import tracking_server_arn
+from ..readers.mlflow import ARTIFACTS, tracking_server_arn
 
 POLICY_NAME = "InstantStartTrainingPods"
-ARTIFACTS = "mlflow"  # the tracking server's artifact store: s3://<shared bucket>/mlflow
 
 
 def role_name(cluster) -> str:

@@ -166,48 +166,48 @@ def _runs(pod) -> bool:
 
 
 class PodWatch(threading.Thread):
-    """A watch on one job's pods (its label) that starts a pod's stream as soon as its container runs;
-    it ends once its job's polls stop renewing it, like the streams."""
+    """One watch on a job's pods (its label), until the server ends it (after the idle time), that
+    starts a pod's stream as soon as its container runs. The job's next poll opens the next one, no
+    sooner than a second after this one opened (a server that ends watches at once) or
+    WATCH_RETRY_SECONDS after it failed; once the polls stop renewing it, it ends and none follows."""
 
     def __init__(self, job) -> None:
         super().__init__(name=f"log-watch-{job.k8s_name}", daemon=True)
-        self.job, self.job_id, self.cluster, self.namespace = job, job.pk, job.cluster, job.namespace
+        self.job = job
         self.pid = os.getpid()
         self.renewed = time.monotonic()
+        self.retry_after = self.renewed + 1.0  # when follow_pods may open the next one
         self.stopping = False
-        self.retry_after = 0.0  # set when it failed: follow_pods opens no other before then
 
     def current(self) -> bool:
         alive = self.pid == os.getpid() and self.is_alive() and not self.stopping
         return alive and time.monotonic() - self.renewed < _idle()
 
     def replaceable(self, now: float) -> bool:
-        return not self.current() and now >= self.retry_after
+        ended = self.pid != os.getpid() or not self.is_alive()
+        return ended and now >= self.retry_after
 
     def run(self) -> None:
         try:
-            while self.current():
-                opened = time.monotonic()
-                self._watch()
-                time.sleep(max(0.0, 1.0 - (time.monotonic() - opened)))  # a server that ends watches at once
+            self._watch()
         except Exception as exc:  # noqa: BLE001 - the polls still start the streams
-            log.info("the pod watch of job %s ended: %s", self.job_id, exc)
+            log.info("the pod watch of job %s ended: %s", self.job.pk, exc)
             self.retry_after = time.monotonic() + WATCH_RETRY_SECONDS
         finally:
             self.stopping = True
-            with _lock:
-                if _watches.get(str(self.job_id)) is self and not self.retry_after:
-                    del _watches[str(self.job_id)]
+            with _lock:  # kept only while it holds the next one back
+                if _watches.get(str(self.job.pk)) is self and time.monotonic() >= self.retry_after:
+                    del _watches[str(self.job.pk)]
             connection.close()  # the cursors read for the streams it started
 
     def _watch(self) -> None:
         events = watch.Watch()
-        core = k8s.CoreV1Api(kube(self.cluster))
-        seconds = max(1, int(_idle()))  # the server ends the watch then; renewed, it is opened again
+        core = k8s.CoreV1Api(kube(self.job.cluster))
+        seconds = max(1, int(_idle()))
         for event in events.stream(
             core.list_namespaced_pod,
-            self.namespace,
-            label_selector=f"{JOB_ID_LABEL}={self.job_id}",
+            self.job.namespace,
+            label_selector=f"{JOB_ID_LABEL}={self.job.pk}",
             timeout_seconds=seconds,
             _request_timeout=(10, seconds + 10),
         ):
@@ -219,15 +219,23 @@ class PodWatch(threading.Thread):
                 self._follow(pod.metadata.name)
 
     def _follow(self, pod: str) -> None:
-        key = (str(self.job_id), pod)
         with _lock:
-            if (stream := _streams.get(key)) is not None and stream.current():
+            if (stream := _streams.get((str(self.job.pk), pod))) is not None and stream.current():
                 return
-        cursors = Job.objects.filter(pk=self.job_id).values_list("log_cursors", flat=True).first() or {}
+        cursors = Job.objects.filter(pk=self.job.pk).values_list("log_cursors", flat=True).first() or {}
         with _lock:
-            if (stream := _streams.get(key)) is None or not stream.current():
-                stream = _streams[key] = PodStream(self.job, pod, since_of(cursors.get(pod)), _the_writer())
-                stream.start()
+            _stream(self.job, pod, since_of(cursors.get(pod)))
+
+
+def _stream(job, pod: str, since: str | None) -> PodStream:
+    """The current stream of ``job``'s ``pod`` in this process, started from ``since`` when there is
+    none (``_lock`` held)."""
+    key = (str(job.pk), pod)
+    stream = _streams.get(key)
+    if stream is None or not stream.current():
+        stream = _streams[key] = PodStream(job, pod, since, _the_writer())
+        stream.start()
+    return stream
 
 
 def follow_pods(job, pods: list[dict]) -> set[str]:
@@ -240,7 +248,6 @@ def follow_pods(job, pods: list[dict]) -> set[str]:
     now = time.monotonic()
     cursors = job.log_cursors or {}
     with _lock:
-        writer = _the_writer()
         pod_watch = _watches.get(str(job.pk))
         if pod_watch is None or pod_watch.replaceable(now):
             pod_watch = _watches[str(job.pk)] = PodWatch(job)
@@ -249,11 +256,7 @@ def follow_pods(job, pods: list[dict]) -> set[str]:
         for pod in pods:
             if pod.get("phase") != "Running":
                 continue
-            key = (str(job.pk), pod["name"])
-            stream = _streams.get(key)
-            if stream is None or not stream.current():
-                stream = _streams[key] = PodStream(job, pod["name"], since_of(cursors.get(pod["name"])), writer)
-                stream.start()
+            stream = _stream(job, pod["name"], since_of(cursors.get(pod["name"])))
             stream.renewed = now
             if stream.covers(now):
                 covered.add(pod["name"])

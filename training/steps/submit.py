@@ -73,7 +73,7 @@ def _ensure_tracking_server(ctx: StepContext, job: Job):
 
         team_cloud(cluster.team, cluster.region).client("sagemaker").create_mlflow_tracking_server(
             TrackingServerName=mlflow_reader.tracking_server_name(cluster),
-            ArtifactStoreUri=f"s3://{shared_bucket(cluster)}/mlflow",
+            ArtifactStoreUri=f"s3://{shared_bucket(cluster)}/{mlflow_reader.ARTIFACTS}",
             TrackingServerSize="Small",
             RoleArn=cluster.identity.get("execution_role_arn", ""),
             Tags=aws_tags(cluster),

@@ -20,14 +20,15 @@ BUSY = {"Creating", "Updating", "Starting", "Stopping", "MaintenanceInProgress",
 def run(ctx: StepContext):
     cluster = cluster_of(ctx)
     cloud = cloud_of(cluster)
+    server = tracking_server_name(cluster)
     described = describe_tracking_server(cluster)
     if described is not None:
         status = described.get("TrackingServerStatus", "")
         if status not in BUSY:
-            cloud.client("sagemaker").delete_mlflow_tracking_server(TrackingServerName=tracking_server_name(cluster))
-            ctx.record(tracking_server_deleted=tracking_server_name(cluster))
-        return Wait(30, f"MLflow tracking server {tracking_server_name(cluster)}: {status or 'deleting'}")
-    removed = remove_role(cloud.client("iam"), role_name(cluster))
-    server = ctx.state.get("tracking_server_deleted")
-    gone = [x for x in (server and f"MLflow tracking server {server}", removed and role_name(cluster)) if x]
+            cloud.client("sagemaker").delete_mlflow_tracking_server(TrackingServerName=server)
+            ctx.record(tracking_server_deleted=True)
+        return Wait(30, f"MLflow tracking server {server}: {status or 'deleting'}")
+    gone = [f"MLflow tracking server {server}"] if ctx.state.get("tracking_server_deleted") else []
+    if remove_role(cloud.client("iam"), role_name(cluster)):
+        gone.append(role_name(cluster))
     return Done(f"deleted: {', '.join(gone)}" if gone else "nothing of training to delete")
